@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench.h - shared by every module of uepoll-bench.
+ *
+ * A scenario is written once against `struct sys` (a table of function
+ * pointers with the epoll/eventfd API) and run against each system: the
+ * kernel (epoll_*, eventfd, read/write/close) and uepoll (uepoll_*,
+ * ueventfd).  Each repetition of a row runs in a forked child (runner.c), so
+ * its resource usage is its own; the child fills `struct metrics` and sends it
+ * back over a pipe.
+ */
+#ifndef UEPOLL_BENCH_H
+#define UEPOLL_BENCH_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* ---- systems ------------------------------------------------------------ */
+
+enum sys_id { SYS_KERNEL, SYS_UEPOLL, SYS_FUTEX, SYS_COUNT };
+#define SYSM(id) (1u << (id))
+#define SYSM_KU (SYSM(SYS_KERNEL) | SYSM(SYS_UEPOLL))
+
+struct sys {
+	enum sys_id id;
+	const char *name;
+	int (*create)(int flags);
+	int (*ctl)(int epfd, int op, int fd, struct epoll_event *ev);
+	int (*wait)(int epfd, struct epoll_event *evs, int max, int timeout);
+	int (*efd)(unsigned int initval, int flags);
+	ssize_t (*read)(int fd, void *buf, size_t n);
+	ssize_t (*write)(int fd, const void *buf, size_t n);
+	int (*close)(int fd);
+};
+
+const struct sys *sys_get(enum sys_id id);
+
+/* An event source: an eventfd of the system (ueventfd for uepoll) or a pipe
+ * (a kernel fd for both systems).  The read side is nonblocking. */
+enum src_kind { SRC_EFD, SRC_PIPE };
+
+struct src {
+	enum src_kind kind;
+	int rfd, wfd;
+};
+
+const char *src_name(enum src_kind kind);
+void src_open(const struct sys *s, enum src_kind kind, struct src *out);
+void src_close(const struct sys *s, struct src *src);
+/* One event: eventfd += 1, or 4 bytes into the pipe. */
+void src_signal(const struct sys *s, const struct src *src);
+/* One nonblocking read as a waiter does it: eventfd: 8 bytes (returns the
+ * counter), pipe: 4 bytes (returns 1).  0 when nothing was there. */
+uint64_t src_read_one(const struct sys *s, const struct src *src);
+/* Read until empty; returns the events collected. */
+uint64_t src_drain(const struct sys *s, const struct src *src);
+
+/* ---- parameters, metrics ------------------------------------------------ */
+
+#define MAX_PARAMS 10
+
+struct params {
+	int n;
+	const char *name[MAX_PARAMS];
+	long val[MAX_PARAMS];
+};
+
+void params_set(struct params *p, const char *name, long val);
+long params_get(const struct params *p, const char *name);
+
+enum metric {
+	M_WALL_S,
+	M_USER_S,
+	M_SYS_S,
+	M_CTX,
+	M_EVENTS,
+	M_EVENTS_PER_S,
+	M_NS_PER_EVENT,
+	M_WAIT_NS_PER_EVENT,
+	M_WAKEUPS_PER_EVENT,
+	M_WAKEUPS_PER_S,
+	M_NOHIT,
+	M_JAIN,
+	M_LAT_P50,
+	M_LAT_P99,
+	M_CPU_CONS,
+	M_CPU_PROD,
+	M_COUNT
+};
+
+struct metric_info {
+	const char *name;
+	const char *fmt; /* printf format of one value */
+	bool lower_better;
+};
+
+extern const struct metric_info metric_info[M_COUNT];
+
+struct metrics {
+	double v[M_COUNT]; /* NaN: does not apply */
+	int failed;        /* correctness failure */
+	char msg[256];     /* what failed */
+};
+
+void metrics_init(struct metrics *m);
+
+/* ---- scenarios ---------------------------------------------------------- */
+
+/* One variant of a scenario, run on every system in `systems`. */
+struct bcase {
+	char variant[48];
+	enum src_kind src;
+	uint32_t flags; /* scenario-specific (e.g. epoll flags) */
+	unsigned systems;
+};
+
+#define MAX_CASES 16
+
+struct scenario {
+	const char *name;
+	const char *proposal; /* which seed proposal it reproduces */
+	const char *what;     /* one line */
+	enum metric headline;
+	/* The suite size: quick or full. */
+	void (*size)(bool quick, struct params *p, int *reps);
+	/* The variants (rows per system); returns how many. */
+	int (*cases)(struct bcase *out, int max);
+	/* Run one rep of one row in the (forked) child; fill m. */
+	void (*run)(const struct sys *s, const struct bcase *c,
+		    const struct params *p, struct metrics *m);
+};
+
+extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
+	sc_pubsub;
+
+/* ---- measurement helpers (common.c) ------------------------------------- */
+
+uint64_t now_ns(void);
+uint64_t thread_cpu_ns(void);
+void sleep_us(long us);
+
+struct meas {
+	uint64_t t0;
+	struct rusage ru0;
+};
+
+/* Around the measured region (threads started and joined inside it):
+ * fills wall_s, user_s, sys_s, ctx_switches from RUSAGE_SELF deltas of the
+ * forked child (RUSAGE_SELF counts threads that already exited). */
+void meas_begin(struct meas *me);
+void meas_end(const struct meas *me, struct metrics *m);
+
+/* Fail the current rep (records the message; the child exits non-zero). */
+void fail(struct metrics *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Fatal setup error in the child: print and exit. */
+_Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Watchdog: a progress counter and its target, printed if the rep hangs. */
+extern _Atomic uint64_t wd_done;
+extern uint64_t wd_target;
+extern const char *wd_what;
+void watchdog_arm(unsigned seconds, const char *what);
+
+int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+void thread_join(pthread_t t);
+
+/* ---- statistics (stats.c) ------------------------------------------------ */
+
+double stat_median(const double *v, int n);
+double stat_min(const double *v, int n);
+double stat_max(const double *v, int n);
+double stat_jain(const uint64_t *x, int n);
+
+/* Log-linear latency histogram over nanoseconds (~3% resolution). */
+#define HIST_SUB 32
+#define HIST_BUCKETS (64 * HIST_SUB)
+struct hist {
+	uint64_t count;
+	uint64_t b[HIST_BUCKETS];
+};
+void hist_add(struct hist *h, uint64_t ns);
+/* Percentile (0..100) in microseconds; NaN when empty. */
+double hist_pct_us(const struct hist *h, double pct);
+
+/* ---- results and reports (report.c) ------------------------------------- */
+
+#define MAX_REPS 16
+
+struct row {
+	const struct scenario *sc;
+	const struct sys *sys;
+	struct bcase c;
+	struct params p;
+	int nreps;
+	double rep[MAX_REPS][M_COUNT];
+	double med[M_COUNT], min[M_COUNT], max[M_COUNT];
+	int failed;
+};
+
+struct machine {
+	char kernel[128];
+	char cpu[128];
+	int nproc;
+	char date[64];
+	char host[64];
+};
+
+void machine_get(struct machine *mc);
+void row_summarize(struct row *r);
+/* The uepoll/kernel ratio of the headline metric, NaN when no pair. */
+double row_ratio(const struct row *rows, int nrows, const struct row *r);
+void report_table(FILE *f, const struct scenario *sc, const struct row *rows,
+		  int nrows);
+int report_json(const char *path, const struct machine *mc,
+		const struct row *rows, int nrows, bool quick);
+int report_dir(const char *dir, const struct machine *mc,
+	       const struct scenario *const *scs, int nsc,
+	       const struct row *rows, int nrows, bool quick,
+	       const char *cmdline);
+
+#endif

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uepoll.h - epoll(7) and eventfd(2) rebuilt in userspace.
+ *
+ * Every function has the signature, flags and errno of its kernel
+ * counterpart: rename epoll_* to uepoll_* and eventfd to ueventfd, route
+ * read/write/close of those fds through uepoll_read/uepoll_write/uepoll_close,
+ * and the program behaves as before.  The types and flags are the kernel's
+ * own, from <sys/epoll.h> and <sys/eventfd.h>.
+ *
+ * What differs from the kernel (see docs/design.md for the why):
+ *  - A ueventfd or uepoll instance must be closed with uepoll_close(); a plain
+ *    close() leaks the userspace object until its fd number is reused by a
+ *    later ueventfd()/uepoll_create1(), which then reclaims it.  dup() of these
+ *    fds gives a kernel fd that does not share the userspace state.
+ *  - A uepoll instance uses two kernel fds (its epoll fd, which is the fd you
+ *    get, and a private eventfd "doorbell"); a ueventfd uses one.
+ *  - The fd of a ueventfd, seen by poll()/select()/a kernel epoll, is readable
+ *    whenever the counter is non-zero; it may also stay readable after a
+ *    uepoll_read() emptied the counter, until the next uepoll_read() that finds
+ *    it empty (which clears it).  Edge-triggered kernel watchers of that fd see
+ *    one edge per idle->ready transition, not one per write.
+ *  - The fd of a uepoll instance, seen by poll()/select()/a kernel epoll or
+ *    another event loop, is readable whenever uepoll_wait() would return events.
+ *    After a blocking uepoll_wait() returned the last ready event it may stay
+ *    readable until the next uepoll_wait() call; a uepoll_wait() with a timeout
+ *    of 0 leaves it exact.
+ */
+#ifndef UEPOLL_H
+#define UEPOLL_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/types.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define UEPOLL_VERSION_MAJOR 0
+#define UEPOLL_VERSION_MINOR 1
+
+/* epoll_create1(2): flags is 0 or EPOLL_CLOEXEC. */
+int uepoll_create1(int flags);
+/* epoll_create(2): size must be > 0 and is otherwise ignored. */
+int uepoll_create(int size);
+
+/*
+ * epoll_ctl(2).  fd may be a ueventfd (its readiness travels in userspace),
+ * another uepoll instance, or any kernel fd the kernel's epoll accepts (kept in
+ * the instance's own kernel epoll, with every kernel flag).
+ */
+int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
+
+/* epoll_wait(2), epoll_pwait(2), epoll_pwait2(2). */
+int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
+		int timeout);
+int uepoll_pwait(int epfd, struct epoll_event *events, int maxevents,
+		 int timeout, const sigset_t *sigmask);
+int uepoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
+		  const struct timespec *timeout, const sigset_t *sigmask);
+
+/* eventfd(2): flags from EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC. */
+int ueventfd(unsigned int initval, int flags);
+
+/*
+ * read(2), write(2), close(2) that understand uepoll's objects and pass every
+ * other fd straight to the kernel.
+ */
+ssize_t uepoll_read(int fd, void *buf, size_t count);
+ssize_t uepoll_write(int fd, const void *buf, size_t count);
+int uepoll_close(int fd);
+
+/* eventfd_read(3)/eventfd_write(3) counterparts: 0 on success, -1 + errno. */
+int ueventfd_read(int fd, eventfd_t *value);
+int ueventfd_write(int fd, eventfd_t value);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* UEPOLL_H */

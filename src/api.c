@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api.c - the public entry points.  The only place that sets errno: every
+ * internal call returns -errno (as in epoll-shim and liburing).
+ *
+ * Any fd that is not one of uepoll's objects goes straight to the kernel
+ * call of the same name, so the kernel gives its own answer and errno.
+ */
+#include <errno.h>
+#include <unistd.h>
+
+#include "uepoll.h"
+
+#include "eventfd.h"
+#include "fdtab.h"
+#include "port.h"
+#include "sys.h"
+
+#define UEPOLL_API __attribute__((visibility("default")))
+
+static long api__ret(long r)
+{
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+UEPOLL_API int uepoll_create1(int flags)
+{
+	if (flags & ~EPOLL_CLOEXEC)
+		return (int)api__ret(-EINVAL);
+	return (int)api__ret(port_create(flags));
+}
+
+UEPOLL_API int uepoll_create(int size)
+{
+	if (size <= 0)
+		return (int)api__ret(-EINVAL);
+	return uepoll_create1(0);
+}
+
+UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+	struct uobj *o = fdtab_get(epfd);
+	int r;
+
+	if (!o || o->type != UOBJ_PORT) {
+		if (o)
+			uobj_put(o);
+		return (int)api__ret(sys_epoll_ctl(epfd, op, fd, event));
+	}
+	r = port_ctl((struct port *)o, op, fd, event);
+	uobj_put(o);
+	return (int)api__ret(r);
+}
+
+/* deadline as port_wait wants it, from a relative timeout in ns (< 0: none). */
+static int64_t api__deadline(int64_t ns)
+{
+	if (ns < 0)
+		return -1;
+	if (ns == 0)
+		return 0;
+	return (int64_t)sys_now_ns() + ns;
+}
+
+static int api__wait(int epfd, struct epoll_event *events, int maxevents,
+		     int64_t timeout_ns, const sigset_t *sigmask)
+{
+	struct uobj *o;
+	int r;
+
+	if (maxevents <= 0 || maxevents > UEP_MAX_EVENTS)
+		return -EINVAL;
+	o = fdtab_get(epfd);
+	if (!o)
+		return -EBADF; /* callers pass non-uepoll fds to the kernel */
+	if (o->type != UOBJ_PORT) {
+		uobj_put(o);
+		return -EINVAL;
+	}
+	r = port_wait((struct port *)o, events, maxevents,
+		      api__deadline(timeout_ns), sigmask);
+	uobj_put(o);
+	return r;
+}
+
+static bool api__is_ours(int fd)
+{
+	struct uobj *o = fdtab_get(fd);
+
+	if (o)
+		uobj_put(o);
+	return o != NULL;
+}
+
+UEPOLL_API int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
+			   int timeout)
+{
+	if (!api__is_ours(epfd))
+		return epoll_wait(epfd, events, maxevents, timeout);
+	return (int)api__ret(api__wait(epfd, events, maxevents,
+				       timeout < 0 ? -1 : (int64_t)timeout * 1000000,
+				       NULL));
+}
+
+UEPOLL_API int uepoll_pwait(int epfd, struct epoll_event *events,
+			    int maxevents, int timeout, const sigset_t *sigmask)
+{
+	if (!api__is_ours(epfd))
+		return epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+	return (int)api__ret(api__wait(epfd, events, maxevents,
+				       timeout < 0 ? -1 : (int64_t)timeout * 1000000,
+				       sigmask));
+}
+
+UEPOLL_API int uepoll_pwait2(int epfd, struct epoll_event *events,
+			     int maxevents, const struct timespec *timeout,
+			     const sigset_t *sigmask)
+{
+	int64_t ns = -1;
+
+	if (!api__is_ours(epfd))
+		return epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+	if (timeout) {
+		/* The kernel checks the timeout before anything else. */
+		if (timeout->tv_sec < 0 ||
+		    (unsigned long)timeout->tv_nsec >= 1000000000ul)
+			return (int)api__ret(-EINVAL);
+		ns = timeout->tv_sec > INT64_MAX / 1000000000 - 1
+			     ? INT64_MAX / 2
+			     : (int64_t)timeout->tv_sec * 1000000000 +
+				       timeout->tv_nsec;
+	}
+	return (int)api__ret(api__wait(epfd, events, maxevents, ns, sigmask));
+}
+
+UEPOLL_API int ueventfd(unsigned int initval, int flags)
+{
+	return (int)api__ret(uefd_create(initval, flags));
+}
+
+UEPOLL_API ssize_t uepoll_read(int fd, void *buf, size_t count)
+{
+	struct uobj *o = fdtab_get(fd);
+	ssize_t r;
+
+	if (!o || o->type != UOBJ_EVENTFD) {
+		if (o)
+			uobj_put(o);
+		return read(fd, buf, count);
+	}
+	r = uefd_read((struct uefd *)o, buf, count);
+	uobj_put(o);
+	return api__ret(r);
+}
+
+UEPOLL_API ssize_t uepoll_write(int fd, const void *buf, size_t count)
+{
+	struct uobj *o = fdtab_get(fd);
+	ssize_t r;
+
+	if (!o || o->type != UOBJ_EVENTFD) {
+		if (o)
+			uobj_put(o);
+		return write(fd, buf, count);
+	}
+	r = uefd_write((struct uefd *)o, buf, count);
+	uobj_put(o);
+	return api__ret(r);
+}
+
+UEPOLL_API int uepoll_close(int fd)
+{
+	struct uobj *o = fdtab_get(fd);
+
+	if (!o)
+		return close(fd);
+	if (!fdtab_clear(fd, o)) {
+		/* Another thread closed it first. */
+		uobj_put(o);
+		return (int)api__ret(-EBADF);
+	}
+	uobj_close(o);
+	uobj_put(o); /* the table's reference */
+	uobj_put(o); /* ours */
+	return 0;
+}
+
+UEPOLL_API int ueventfd_read(int fd, eventfd_t *value)
+{
+	return uepoll_read(fd, value, sizeof(*value)) == sizeof(*value) ? 0 : -1;
+}
+
+UEPOLL_API int ueventfd_write(int fd, eventfd_t value)
+{
+	return uepoll_write(fd, &value, sizeof(value)) == sizeof(value) ? 0 : -1;
+}

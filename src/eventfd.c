@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * eventfd.c - ueventfd.
+ *
+ * The counter lives in userspace; the fd the user gets is a kernel eventfd
+ * (the "mirror") that is only written when someone may be asleep on it.
+ *
+ * MIRROR protocol.  Invariant for external pollers: if count > 0 then the
+ * kernel fd is readable, or a uefd_read() caller is about to re-check count.
+ *  - A writer, after adding to count, arms the mirror: if `mirror` was 0 it
+ *    sets it to 1 and writes 1 to the kernel fd.  With mirror already 1 a
+ *    write makes no system call at all.
+ *  - A reader that finds count == 0 stores mirror = 0 and re-checks count
+ *    before it sleeps in read(2) on the kernel fd (which also drains a stale
+ *    signal).  seq_cst on both sides (Dekker): either the writer sees
+ *    mirror == 0 and signals, or the reader's re-check sees the new count.
+ *  - A reader that consumed the kernel fd's signal stores mirror = 0 again,
+ *    and any reader that leaves count > 0 re-arms, so the invariant holds
+ *    for the next reader and for poll()/select()/kernel epoll on the fd.
+ * The kernel fd may therefore stay readable after the counter was emptied;
+ * the next uefd_read() that finds the counter empty clears it.
+ *
+ * LOCKING: count, mirror, wseq, wwaiters are atomics (no lock).  wq.lock
+ * protects the list of watching items and nests outside every instance's
+ * readyq lock (wq_wake -> port_item_signal -> rq_enqueue).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <sys/eventfd.h>
+
+#include "eventfd.h"
+#include "fdtab.h"
+#include "port.h"
+#include "sys.h"
+
+int uefd_create(unsigned int initval, int flags)
+{
+	struct uobj *o, *old;
+	struct uefd *e;
+	bool ok;
+	int kfd;
+
+	if (flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
+		return -EINVAL;
+	o = uobj_alloc(UOBJ_EVENTFD);
+	if (!o)
+		return -ENOMEM;
+	e = (struct uefd *)o;
+	kfd = sys_eventfd(initval ? 1 : 0, flags & (EFD_NONBLOCK | EFD_CLOEXEC));
+	if (kfd < 0) {
+		uobj_free(o);
+		return kfd;
+	}
+	o->fd = kfd;
+	atomic_init(&e->count, initval);
+	atomic_init(&e->mirror, initval ? 1 : 0);
+	e->semaphore = flags & EFD_SEMAPHORE;
+	atomic_init(&e->nonblock, (flags & EFD_NONBLOCK) != 0);
+	atomic_init(&e->wseq, 0);
+	atomic_init(&e->wwaiters, 0);
+	wq_init(&e->wq);
+
+	old = fdtab_set(kfd, o, &ok);
+	if (!ok) {
+		wq_destroy(&e->wq);
+		sys_close(kfd);
+		uobj_free(o);
+		return -ENOMEM;
+	}
+	if (old) {
+		uobj_close(old);
+		uobj_put(old);
+	}
+	return kfd;
+}
+
+uint32_t uefd_poll(struct uefd *e)
+{
+	uint64_t c = atomic_load(&e->count);
+	uint32_t m = 0;
+
+	if (c > 0)
+		m |= EPOLLIN;
+	if (c < UEFD_MAX)
+		m |= EPOLLOUT;
+	return m;
+}
+
+static void uefd__arm(struct uefd *e)
+{
+	if (atomic_load(&e->mirror) == 0 && atomic_exchange(&e->mirror, 1) == 0)
+		sys_eventfd_signal(e->obj.fd);
+}
+
+/* Wait until the counter may have room: futex on wseq, bumped by readers. */
+static int uefd__wait_room(struct uefd *e, uint64_t v)
+{
+	uint32_t seq;
+	int r, fl;
+
+	fl = sys_fcntl_getfl(e->obj.fd);
+	if (fl < 0)
+		return fl;
+	if (fl & O_NONBLOCK)
+		return -EAGAIN;
+	atomic_fetch_add(&e->wwaiters, 1);
+	/* seq_cst: pairs with the reader's CAS on count then load of wwaiters. */
+	seq = atomic_load(&e->wseq);
+	r = 0;
+	if (UEFD_MAX - atomic_load(&e->count) < v)
+		r = sys_futex_wait(&e->wseq, seq);
+	atomic_fetch_sub(&e->wwaiters, 1);
+	return r == -EINTR ? r : 0;
+}
+
+ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
+{
+	uint64_t v, c;
+	int r;
+
+	if (n < sizeof(v))
+		return -EINVAL;
+	memcpy(&v, buf, sizeof(v));
+	if (v == UINT64_MAX)
+		return -EINVAL;
+	c = atomic_load(&e->count);
+	for (;;) {
+		if (UEFD_MAX - c < v) {
+			r = uefd__wait_room(e, v);
+			if (r < 0)
+				return r;
+			c = atomic_load(&e->count);
+			continue;
+		}
+		if (atomic_compare_exchange_weak(&e->count, &c, c + v))
+			break;
+	}
+	/* The kernel wakes EPOLLIN watchers on every write, even of 0: an
+	 * edge-triggered watcher sees one event per write. */
+	if (atomic_load(&e->wq.n))
+		wq_wake(&e->wq, EPOLLIN);
+	if (c + v > 0)
+		uefd__arm(e);
+	return sizeof(v);
+}
+
+ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
+{
+	uint64_t c, take, sig;
+	ssize_t r;
+
+	if (n < sizeof(c))
+		return -EINVAL;
+	c = atomic_load(&e->count);
+	for (;;) {
+		if (c > 0) {
+			take = e->semaphore ? 1 : c;
+			if (!atomic_compare_exchange_weak(&e->count, &c, c - take))
+				continue;
+			if (c - take > 0)
+				uefd__arm(e);
+			if (atomic_load(&e->wwaiters) > 0) {
+				atomic_fetch_add(&e->wseq, 1);
+				sys_futex_wake(&e->wseq, INT_MAX);
+			}
+			if (atomic_load(&e->wq.n))
+				wq_wake(&e->wq, EPOLLOUT);
+			memcpy(buf, &take, sizeof(take));
+			return sizeof(take);
+		}
+		/* Empty.  With the kernel fd already clear and known to be
+		 * non-blocking, the answer needs no system call. */
+		if (atomic_load(&e->mirror) == 0 &&
+		    atomic_load_explicit(&e->nonblock, memory_order_relaxed))
+			return -EAGAIN;
+		atomic_store(&e->mirror, 0);
+		c = atomic_load(&e->count);
+		if (c > 0)
+			continue;
+		/* Sleeps here when the fd is blocking, until a writer arms. */
+		r = sys_read(e->obj.fd, &sig, sizeof(sig));
+		if (r == -EAGAIN) {
+			atomic_store_explicit(&e->nonblock, true,
+					      memory_order_relaxed);
+			return r;
+		}
+		if (r < 0)
+			return r;
+		/* We consumed the kernel fd's signal: it is clear again. */
+		atomic_store(&e->mirror, 0);
+		c = atomic_load(&e->count);
+	}
+}
+
+void uefd_close(struct uefd *e)
+{
+	pthread_mutex_lock(&e->wq.lock);
+	e->wq.dead = true;
+	pthread_mutex_unlock(&e->wq.lock);
+	port_drop_source(&e->wq);
+}
+
+void uefd_release(struct uobj *o)
+{
+	struct uefd *e = (struct uefd *)o;
+
+	wq_destroy(&e->wq);
+	if (!atomic_load_explicit(&o->fd_lost, memory_order_relaxed))
+		sys_close(o->fd);
+	uobj_free(o);
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fdtab.c - a two-level table from fd number to uepoll object.
+ *
+ * Readers take no lock: fdtab_get() loads the entry (acquire, pairs with the
+ * release store in fdtab_set), tries to take a reference (uobj_tryget) and
+ * checks that the entry still holds the same object.  That is safe because
+ * object memory is type-stable (obj.c): a stale pointer still points at an
+ * object of the same type whose refcount is a valid atomic.  If the object
+ * was recycled for another fd, the re-check fails and the reference is
+ * dropped again.
+ *
+ * Chunks are allocated on first use and never freed, so a chunk pointer,
+ * once seen, stays valid.
+ */
+#include <stdlib.h>
+
+#include "fdtab.h"
+
+#define FDTAB_CHUNK_SHIFT 12
+#define FDTAB_CHUNK (1 << FDTAB_CHUNK_SHIFT)
+#define FDTAB_DIRS 1024 /* 4M fds: above the kernel's default nr_open */
+
+typedef _Atomic(struct uobj *) fdtab__slot;
+
+static _Atomic(fdtab__slot *) fdtab__dir[FDTAB_DIRS];
+
+static fdtab__slot *fdtab__slot_of(int fd, bool create)
+{
+	unsigned d = (unsigned)fd >> FDTAB_CHUNK_SHIFT;
+	fdtab__slot *chunk, *expect = NULL;
+
+	if (fd < 0 || d >= FDTAB_DIRS)
+		return NULL;
+	chunk = atomic_load_explicit(&fdtab__dir[d], memory_order_acquire);
+	if (!chunk && create) {
+		chunk = calloc(FDTAB_CHUNK, sizeof(*chunk));
+		if (!chunk)
+			return NULL;
+		/* Pairs with the acquire load above in other threads. */
+		if (!atomic_compare_exchange_strong_explicit(
+			    &fdtab__dir[d], &expect, chunk,
+			    memory_order_acq_rel, memory_order_acquire)) {
+			free(chunk);
+			chunk = expect;
+		}
+	}
+	return chunk ? &chunk[fd & (FDTAB_CHUNK - 1)] : NULL;
+}
+
+struct uobj *fdtab_get(int fd)
+{
+	fdtab__slot *s = fdtab__slot_of(fd, false);
+	struct uobj *o;
+
+	if (!s)
+		return NULL;
+	for (;;) {
+		o = atomic_load_explicit(s, memory_order_acquire);
+		if (!o)
+			return NULL;
+		if (uobj_tryget(o)) {
+			if (atomic_load_explicit(s, memory_order_acquire) == o)
+				return o;
+			uobj_put(o);
+		} else if (atomic_load_explicit(s, memory_order_acquire) == o) {
+			/* Published but at refcount zero cannot happen: the
+			 * table's own reference is dropped only after the
+			 * entry is cleared. */
+			return NULL;
+		}
+	}
+}
+
+struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok)
+{
+	fdtab__slot *s = fdtab__slot_of(fd, true);
+	struct uobj *old;
+
+	*ok = s != NULL;
+	if (!s)
+		return NULL;
+	/* Release: the object's initialisation happens-before any reader
+	 * that sees it here. */
+	old = atomic_exchange_explicit(s, o, memory_order_acq_rel);
+	if (old)
+		atomic_store_explicit(&old->fd_lost, true, memory_order_relaxed);
+	return old;
+}
+
+bool fdtab_clear(int fd, struct uobj *o)
+{
+	fdtab__slot *s = fdtab__slot_of(fd, false);
+	struct uobj *expect = o;
+
+	return s && atomic_compare_exchange_strong_explicit(
+			    s, &expect, NULL, memory_order_acq_rel,
+			    memory_order_relaxed);
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wq.c - source wait queues.
+ */
+#include "port.h"
+#include "wq.h"
+
+void wq_init(struct wq *q)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&q->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	list_init(&q->head);
+	atomic_init(&q->n, 0);
+	q->dead = false;
+}
+
+void wq_destroy(struct wq *q)
+{
+	pthread_mutex_destroy(&q->lock);
+}
+
+void wq_link(struct wq *q, struct item *it)
+{
+	if (atomic_load_explicit(&it->events, memory_order_relaxed) &
+	    EPOLLEXCLUSIVE)
+		list_add_tail(&q->head, &it->wqlink);
+	else
+		list_add_head(&q->head, &it->wqlink);
+	atomic_fetch_add(&q->n, 1);
+}
+
+void wq_unlink(struct wq *q, struct item *it)
+{
+	list_del(&it->wqlink);
+	atomic_fetch_sub(&q->n, 1);
+}
+
+struct item *wq_find(struct wq *q, const struct port *p)
+{
+	struct list *l;
+
+	list_for_each(l, &q->head) {
+		struct item *it = container_of(l, struct item, wqlink);
+
+		if (it->port == p)
+			return it;
+	}
+	return NULL;
+}
+
+void wq_wake(struct wq *q, uint32_t key)
+{
+	struct list *l;
+
+	pthread_mutex_lock(&q->lock);
+	list_for_each(l, &q->head) {
+		struct item *it = container_of(l, struct item, wqlink);
+
+		if (port_item_signal(it, key))
+			break;
+	}
+	pthread_mutex_unlock(&q->lock);
+}

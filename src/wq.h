@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wq.h - a userspace source's wait queue: the instances' items that watch it.
+ */
+#ifndef UEPOLL_WQ_H
+#define UEPOLL_WQ_H
+
+#include <pthread.h>
+
+#include "item.h"
+
+struct wq {
+	pthread_mutex_t lock;
+	/* Non-exclusive items at the head, exclusive ones at the tail in
+	 * registration order, as the kernel orders its wait queues. */
+	struct list head;
+	/* Number of linked items.  Read without the lock by signalers to skip
+	 * the lock when nobody watches: seq_cst, pairs with the seq_cst counter
+	 * update of the source (Dekker: either the signaler sees the new item
+	 * or the ADD's poll sees the new count). */
+	_Atomic unsigned n;
+	/* Set (under lock) when the source is closed: no ADD may link. */
+	bool dead;
+};
+
+void wq_init(struct wq *q);
+void wq_destroy(struct wq *q);
+/* Caller holds q->lock. */
+void wq_link(struct wq *q, struct item *it);
+void wq_unlink(struct wq *q, struct item *it);
+struct item *wq_find(struct wq *q, const struct port *p);
+/* Deliver a readiness change with poll key `key` to the watchers: every
+ * non-exclusive one, and exclusive ones in order until one instance that has
+ * a thread blocked in a wait took it. */
+void wq_wake(struct wq *q, uint32_t key);
+
+#endif

@@ -1,0 +1,160 @@
+#include "testlib.h"
+
+#include <dirent.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+int t_failures;
+static int t_fds_at_start;
+static const char *t_name;
+
+int t_count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+	struct dirent *e;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1; /* the DIR's own fd */
+}
+
+void t_begin(const char *name)
+{
+	t_name = name;
+	t_fds_at_start = t_count_fds();
+}
+
+int t_end(void)
+{
+	int fds = t_count_fds();
+
+	if (fds != t_fds_at_start) {
+		fprintf(stderr, "%s: fd leak: %d fds at start, %d at end\n",
+			t_name, t_fds_at_start, fds);
+		t_failures++;
+	}
+	if (t_failures) {
+		fprintf(stderr, "%s: FAIL (%d)\n", t_name, t_failures);
+		return 1;
+	}
+	printf("%s: ok\n", t_name);
+	return 0;
+}
+
+uint64_t t_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t t_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+uint64_t t_seed(uint64_t dflt)
+{
+	const char *e = getenv("UEPOLL_TEST_SEED");
+	uint64_t s = e ? strtoull(e, NULL, 0) : dflt;
+
+	if (!s)
+		s = 1;
+	printf("seed: %llu (set UEPOLL_TEST_SEED to replay)\n",
+	       (unsigned long long)s);
+	return s;
+}
+
+double t_scale(void)
+{
+	const char *e = getenv("UEPOLL_TEST_SCALE");
+	double s = e ? atof(e) : 1.0;
+
+	return s > 0 ? s : 1.0;
+}
+
+static int t_ev_cmp(const void *a, const void *b)
+{
+	const struct epoll_event *x = a, *y = b;
+
+	if (x->data.u64 != y->data.u64)
+		return x->data.u64 < y->data.u64 ? -1 : 1;
+	if (x->events != y->events)
+		return x->events < y->events ? -1 : 1;
+	return 0;
+}
+
+void t_sort_events(struct epoll_event *ev, int n)
+{
+	if (n > 1)
+		qsort(ev, (size_t)n, sizeof(*ev), t_ev_cmp);
+}
+
+int t_gettid(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+void t_sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
+}
+
+/* State letter from /proc/self/task/<tid>/stat, or 0 if unreadable. */
+static char t_thread_state(int tid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* The command name may contain spaces: the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	return p[2];
+}
+
+int t_wait_sleeping(int tid, int timeout_ms)
+{
+	uint64_t deadline = t_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	int streak = 0;
+
+	/*
+	 * A thread may sleep briefly on a lock before it reaches the blocking
+	 * call, so demand several consecutive sleeping samples.
+	 */
+	while (t_now_ns() < deadline) {
+		if (t_thread_state(tid) == 'S') {
+			if (++streak >= 10)
+				return 1;
+		} else {
+			streak = 0;
+		}
+		t_sleep_ms(2);
+	}
+	return 0;
+}

@@ -1,0 +1,99 @@
+/* Tiny test harness shared by tests/t_*.c.
+ *
+ * A test program calls t_begin() first and t_end() last.  CHECK() records a
+ * failure with file:line and keeps going; REQUIRE() stops the program.
+ * t_end() also fails the test if the program holds more fds than it did at
+ * t_begin() (fd leak check) and returns the exit status: 0 pass, 1 fail.
+ * T_SKIP(reason) exits 77, ctest's skip code.
+ */
+#ifndef UEPOLL_TESTLIB_H
+#define UEPOLL_TESTLIB_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uepoll.h"
+
+extern int t_failures;
+
+void t_begin(const char *name);
+int t_end(void);
+int t_count_fds(void);
+/* Monotonic clock in nanoseconds. */
+uint64_t t_now_ns(void);
+/* Deterministic PRNG (xorshift64*), seeded per test. */
+uint64_t t_rand(uint64_t *state);
+/* Seed from $UEPOLL_TEST_SEED if set, else the given default; printed. */
+uint64_t t_seed(uint64_t dflt);
+/* Scale factor for stress loops from $UEPOLL_TEST_SCALE (default 1.0):
+ * sanitizer builds run with less. */
+double t_scale(void);
+
+/* Sort epoll events by data.u64, then events: for comparing waits as sets. */
+struct epoll_event;
+void t_sort_events(struct epoll_event *ev, int n);
+/* Kernel thread id of the caller. */
+int t_gettid(void);
+/*
+ * Wait until thread tid has been asleep (state S) for a while, i.e. is most
+ * likely blocked in the call it announced.  Returns 1 once it is, 0 if it was
+ * not seen asleep within timeout_ms.
+ */
+int t_wait_sleeping(int tid, int timeout_ms);
+/* Sleep for ms milliseconds. */
+void t_sleep_ms(int ms);
+
+#define CHECK(cond)                                                          \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: CHECK failed: %s (errno=%d %s)\n", \
+				__FILE__, __LINE__, #cond, errno,            \
+				strerror(errno));                            \
+			t_failures++;                                        \
+		}                                                            \
+	} while (0)
+
+#define REQUIRE(cond)                                                        \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno=%d %s)\n", \
+				__FILE__, __LINE__, #cond, errno,            \
+				strerror(errno));                            \
+			exit(1);                                             \
+		}                                                            \
+	} while (0)
+
+#define CHECK_EQ(a, b)                                                       \
+	do {                                                                 \
+		long long _a = (long long)(a), _b = (long long)(b);          \
+		if (_a != _b) {                                              \
+			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
+				__FILE__, __LINE__, #a, _a, #b, _b);         \
+			t_failures++;                                        \
+		}                                                            \
+	} while (0)
+
+/* Call returns -1 with errno e. */
+#define CHECK_ERR(call, e)                                                   \
+	do {                                                                 \
+		errno = 0;                                                   \
+		long long _r = (long long)(call);                            \
+		int _e = errno;                                              \
+		if (_r != -1 || _e != (e)) {                                 \
+			fprintf(stderr, "%s:%d: %s: got %lld errno %d (%s), want -1 errno %d (%s)\n", \
+				__FILE__, __LINE__, #call, _r, _e, strerror(_e), \
+				(e), strerror(e));                           \
+			t_failures++;                                        \
+		}                                                            \
+	} while (0)
+
+#define T_SKIP(reason)                                                       \
+	do {                                                                 \
+		fprintf(stderr, "SKIP: %s\n", reason);                       \
+		exit(77);                                                    \
+	} while (0)
+
+#endif
