@@ -40,6 +40,14 @@ run_build() {
 }
 
 run_build default build-test 1 -DCMAKE_BUILD_TYPE=RelWithDebInfo
+if [ -z "$only" ] || [ "$only" = default ]; then
+	if scripts/check-install.sh build-test; then
+		total_pass=$((total_pass + 1))
+	else
+		total_fail=$((total_fail + 1))
+		status=1
+	fi
+fi
 run_build asan build-asan 0.3 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DUEPOLL_SANITIZE=address
 run_build tsan build-tsan 0.2 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_COMPILER=clang -DUEPOLL_SANITIZE=thread
 

@@ -66,75 +66,69 @@ static int64_t api__deadline(int64_t ns)
 	return (int64_t)sys_now_ns() + ns;
 }
 
-static int api__wait(int epfd, struct epoll_event *events, int maxevents,
-		     int64_t timeout_ns, const sigset_t *sigmask)
+/*
+ * The kernel checks maxevents before it looks at the fd, so that order is
+ * kept here; an fd that is not an instance goes to the kernel call.
+ */
+static int api__wait(struct uobj *o, struct epoll_event *events,
+		     int maxevents, int64_t timeout_ns, const sigset_t *sigmask)
 {
-	struct uobj *o;
 	int r;
 
 	if (maxevents <= 0 || maxevents > UEP_MAX_EVENTS)
-		return -EINVAL;
-	o = fdtab_get(epfd);
-	if (!o)
-		return -EBADF; /* callers pass non-uepoll fds to the kernel */
-	if (o->type != UOBJ_PORT) {
-		uobj_put(o);
-		return -EINVAL;
-	}
-	r = port_wait((struct port *)o, events, maxevents,
-		      api__deadline(timeout_ns), sigmask);
+		r = -EINVAL;
+	else if (o->type != UOBJ_PORT)
+		r = -EINVAL;
+	else
+		r = port_wait((struct port *)o, events, maxevents,
+			      api__deadline(timeout_ns), sigmask);
 	uobj_put(o);
-	return r;
-}
-
-static bool api__is_ours(int fd)
-{
-	struct uobj *o = fdtab_get(fd);
-
-	if (o)
-		uobj_put(o);
-	return o != NULL;
+	return (int)api__ret(r);
 }
 
 UEPOLL_API int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 			   int timeout)
 {
-	if (!api__is_ours(epfd))
+	struct uobj *o = fdtab_get(epfd);
+
+	if (!o)
 		return epoll_wait(epfd, events, maxevents, timeout);
-	return (int)api__ret(api__wait(epfd, events, maxevents,
-				       timeout < 0 ? -1 : (int64_t)timeout * 1000000,
-				       NULL));
+	return api__wait(o, events, maxevents,
+			 timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
 }
 
 UEPOLL_API int uepoll_pwait(int epfd, struct epoll_event *events,
 			    int maxevents, int timeout, const sigset_t *sigmask)
 {
-	if (!api__is_ours(epfd))
+	struct uobj *o = fdtab_get(epfd);
+
+	if (!o)
 		return epoll_pwait(epfd, events, maxevents, timeout, sigmask);
-	return (int)api__ret(api__wait(epfd, events, maxevents,
-				       timeout < 0 ? -1 : (int64_t)timeout * 1000000,
-				       sigmask));
+	return api__wait(o, events, maxevents,
+			 timeout < 0 ? -1 : (int64_t)timeout * 1000000, sigmask);
 }
 
 UEPOLL_API int uepoll_pwait2(int epfd, struct epoll_event *events,
 			     int maxevents, const struct timespec *timeout,
 			     const sigset_t *sigmask)
 {
+	struct uobj *o;
 	int64_t ns = -1;
 
-	if (!api__is_ours(epfd))
-		return epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
 	if (timeout) {
 		/* The kernel checks the timeout before anything else. */
 		if (timeout->tv_sec < 0 ||
 		    (unsigned long)timeout->tv_nsec >= 1000000000ul)
 			return (int)api__ret(-EINVAL);
-		ns = timeout->tv_sec > INT64_MAX / 1000000000 - 1
-			     ? INT64_MAX / 2
+		ns = timeout->tv_sec > INT64_MAX / 4000000000
+			     ? INT64_MAX / 4 /* centuries: never reached */
 			     : (int64_t)timeout->tv_sec * 1000000000 +
 				       timeout->tv_nsec;
 	}
-	return (int)api__ret(api__wait(epfd, events, maxevents, ns, sigmask));
+	o = fdtab_get(epfd);
+	if (!o)
+		return epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+	return api__wait(o, events, maxevents, ns, sigmask);
 }
 
 UEPOLL_API int ueventfd(unsigned int initval, int flags)

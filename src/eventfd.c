@@ -115,12 +115,35 @@ static int uefd__wait_room(struct uefd *e, uint64_t v)
 	return r == -EINTR ? r : 0;
 }
 
+/*
+ * eventfd(2) documents EINVAL for a write buffer shorter than 8 bytes; recent
+ * kernels also refuse longer ones.  Ask the running kernel once, so that
+ * ueventfd answers as its eventfd would.
+ */
+static bool uefd__long_write_ok(void)
+{
+	static _Atomic int known; /* 0 unknown, 1 accepted, 2 refused */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+
+	if (!k) {
+		uint64_t probe[2] = { 0, 0 };
+		int fd = sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+
+		if (fd < 0)
+			return true; /* cannot tell: follow the man page */
+		k = sys_write(fd, probe, sizeof(probe)) == -EINVAL ? 2 : 1;
+		sys_close(fd);
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 1;
+}
+
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
 	uint64_t v, c;
 	int r;
 
-	if (n < sizeof(v))
+	if (n < sizeof(v) || (n > sizeof(v) && !uefd__long_write_ok()))
 		return -EINVAL;
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
