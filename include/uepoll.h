@@ -17,14 +17,15 @@
  *    get, and a private eventfd "doorbell"); a ueventfd uses one.
  *  - The fd of a ueventfd, seen by poll()/select()/a kernel epoll, is readable
  *    whenever the counter is non-zero; it may also stay readable after a
- *    uepoll_read() emptied the counter, until the next uepoll_read() that finds
- *    it empty (which clears it).  Edge-triggered kernel watchers of that fd see
+ *    uepoll_read() emptied the counter, until the second uepoll_read() in a row
+ *    that finds it empty (which clears it: a drain loop that reads until
+ *    EAGAIN makes no system call).  Edge-triggered kernel watchers of that fd see
  *    one edge per idle->ready transition, not one per write.
  *  - The fd of a uepoll instance, seen by poll()/select()/a kernel epoll or
  *    another event loop, is readable whenever uepoll_wait() would return events.
- *    After a blocking uepoll_wait() returned the last ready event it may stay
- *    readable until the next uepoll_wait() call; a uepoll_wait() with a timeout
- *    of 0 leaves it exact.
+ *    After a uepoll_wait() returned the last ready event it may stay readable
+ *    until the next uepoll_wait() that finds nothing (an outer loop sees at
+ *    most one spurious readiness per batch; a busy loop makes no system call).
  */
 #ifndef UEPOLL_H
 #define UEPOLL_H

@@ -17,8 +17,13 @@
  *  - A reader that consumed the kernel fd's signal stores mirror = 0 again,
  *    and any reader that leaves count > 0 re-arms, so the invariant holds
  *    for the next reader and for poll()/select()/kernel epoll on the fd.
- * The kernel fd may therefore stay readable after the counter was emptied;
- * the next uefd_read() that finds the counter empty clears it.
+ *  - A non-blocking read that finds the counter empty clears the mirror only
+ *    when the read before it found it empty too.  The usual drain loop
+ *    ("read until EAGAIN") thus costs no system call, while an outer event
+ *    loop that polls the fd and reads gets at most one spurious readiness
+ *    after the counter empties.
+ * The kernel fd may therefore stay readable after the counter was emptied,
+ * until the second read in a row that finds it empty.
  *
  * LOCKING: count, mirror, wseq, wwaiters are atomics (no lock).  wq.lock
  * protects the list of watching items and nests outside every instance's
@@ -184,6 +189,10 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 				continue;
 			if (c - take > 0)
 				uefd__arm(e);
+			if (atomic_load_explicit(&e->empty_reads,
+						 memory_order_relaxed))
+				atomic_store_explicit(&e->empty_reads, 0,
+						      memory_order_relaxed);
 			if (atomic_load(&e->wwaiters) > 0) {
 				atomic_fetch_add(&e->wseq, 1);
 				sys_futex_wake(&e->wseq, INT_MAX);
@@ -193,10 +202,13 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			memcpy(buf, &take, sizeof(take));
 			return sizeof(take);
 		}
-		/* Empty.  With the kernel fd already clear and known to be
-		 * non-blocking, the answer needs no system call. */
-		if (atomic_load(&e->mirror) == 0 &&
-		    atomic_load_explicit(&e->nonblock, memory_order_relaxed))
+		/* Empty.  With the kernel fd already clear (or this being the
+		 * first empty read in a row) and known to be non-blocking, the
+		 * answer needs no system call. */
+		if (atomic_load_explicit(&e->nonblock, memory_order_relaxed) &&
+		    (atomic_load(&e->mirror) == 0 ||
+		     atomic_fetch_add_explicit(&e->empty_reads, 1,
+					       memory_order_relaxed) == 0))
 			return -EAGAIN;
 		atomic_store(&e->mirror, 0);
 		c = atomic_load(&e->count);

@@ -18,6 +18,8 @@ struct uefd {
 	/* 1 when the kernel fd has been signalled since a reader last found
 	 * it clear (see the MIRROR protocol in eventfd.c). */
 	_Atomic int mirror;
+	/* Reads in a row that found the counter empty (see uefd_read). */
+	_Atomic uint32_t empty_reads;
 	bool semaphore;
 	/* Last known O_NONBLOCK of the kernel fd. */
 	_Atomic bool nonblock;

@@ -321,8 +321,10 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max)
 
 /*
  * Before returning: keep the public fd readable if items are still queued,
- * and, for a non-blocking wait (how outer event loops harvest), take a stale
- * doorbell event so the fd is not left readable with nothing to return.
+ * and, for a non-blocking wait that found nothing (how an outer event loop
+ * learns that the fd's readiness was stale), take the stale doorbell event so
+ * the fd is not left readable with nothing to return.  A wait that returned
+ * events leaves a stale doorbell alone: a busy loop then makes no system call.
  */
 static void port__settle(struct port *p, bool poll)
 {
@@ -368,7 +370,7 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 		n = port__collect(p, evs, max);
 		if (n != 0 || deadline == 0) {
 			if (n >= 0)
-				port__settle(p, deadline == 0);
+				port__settle(p, n == 0);
 			return n;
 		}
 		if (deadline > 0) {
