@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <time.h>
@@ -98,7 +99,7 @@ enum metric {
 
 struct metric_info {
 	const char *name;
-	const char *fmt; /* printf format of one value */
+	int decimals; /* digits after the point when printed */
 	bool lower_better;
 };
 
@@ -207,11 +208,11 @@ struct row {
 };
 
 struct machine {
-	char kernel[128];
+	char kernel[200];
 	char cpu[128];
 	int nproc;
 	char date[64];
-	char host[64];
+	char host[80];
 };
 
 void machine_get(struct machine *mc);

@@ -187,22 +187,22 @@ long params_get(const struct params *p, const char *name)
 }
 
 const struct metric_info metric_info[M_COUNT] = {
-	[M_WALL_S] = { "wall_s", "%.3f", true },
-	[M_USER_S] = { "user_s", "%.3f", true },
-	[M_SYS_S] = { "sys_s", "%.3f", true },
-	[M_CTX] = { "ctx_switches", "%.0f", true },
-	[M_EVENTS] = { "events", "%.0f", false },
-	[M_EVENTS_PER_S] = { "events_per_s", "%.0f", false },
-	[M_NS_PER_EVENT] = { "ns_per_event", "%.1f", true },
-	[M_WAIT_NS_PER_EVENT] = { "wait_ns_per_event", "%.1f", true },
-	[M_WAKEUPS_PER_EVENT] = { "wakeups_per_event", "%.3f", true },
-	[M_WAKEUPS_PER_S] = { "wakeups_per_s", "%.0f", true },
-	[M_NOHIT] = { "nohit", "%.0f", true },
-	[M_JAIN] = { "jain_fairness", "%.3f", false },
-	[M_LAT_P50] = { "latency_p50_us", "%.1f", true },
-	[M_LAT_P99] = { "latency_p99_us", "%.1f", true },
-	[M_CPU_CONS] = { "cpu_pct_consumer", "%.1f", true },
-	[M_CPU_PROD] = { "cpu_pct_producer", "%.1f", true },
+	[M_WALL_S] = { "wall_s", 3, true },
+	[M_USER_S] = { "user_s", 3, true },
+	[M_SYS_S] = { "sys_s", 3, true },
+	[M_CTX] = { "ctx_switches", 0, true },
+	[M_EVENTS] = { "events", 0, false },
+	[M_EVENTS_PER_S] = { "events_per_s", 0, false },
+	[M_NS_PER_EVENT] = { "ns_per_event", 1, true },
+	[M_WAIT_NS_PER_EVENT] = { "wait_ns_per_event", 1, true },
+	[M_WAKEUPS_PER_EVENT] = { "wakeups_per_event", 3, true },
+	[M_WAKEUPS_PER_S] = { "wakeups_per_s", 0, true },
+	[M_NOHIT] = { "nohit", 0, true },
+	[M_JAIN] = { "jain_fairness", 3, false },
+	[M_LAT_P50] = { "latency_p50_us", 1, true },
+	[M_LAT_P99] = { "latency_p99_us", 1, true },
+	[M_CPU_CONS] = { "cpu_pct_consumer", 1, true },
+	[M_CPU_PROD] = { "cpu_pct_producer", 1, true },
 };
 
 void metrics_init(struct metrics *m)

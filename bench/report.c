@@ -90,7 +90,7 @@ static void put_val(FILE *f, enum metric m, double v)
 	if (isnan(v))
 		fputs("-", f);
 	else
-		fprintf(f, metric_info[m].fmt, v);
+		fprintf(f, "%.*f", metric_info[m].decimals, v);
 }
 
 static bool metric_used(const struct scenario *sc, const struct row *rows,
@@ -344,8 +344,8 @@ static int chart(const char *dir, const char *term, const struct scenario *sc,
 		"set xtics rotate by -30 nomirror\n"
 		"set grid ytics\n"
 		"set ylabel '%s'\n"
-		"set bmargin 8\n"
-		"plot '%s.dat' using 0:2:6:xtic(1) with boxes "
+		"set bmargin 8\nset rmargin 10\n"
+		"plot '%s.dat' using 0:2:5:xtic(1) with boxes "
 		"lc rgb variable notitle, \\\n"
 		"     '' using 0:2:3:4 with yerrorbars lc rgb 'black' pt 0 "
 		"notitle\n",

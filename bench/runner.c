@@ -118,7 +118,7 @@ static void fmt_metric(char *buf, size_t n, enum metric h, double v)
 	if (isnan(v))
 		snprintf(buf, n, "-");
 	else
-		snprintf(buf, n, metric_info[h].fmt, v);
+		snprintf(buf, n, "%.*f", metric_info[h].decimals, v);
 }
 
 int run_suite(const struct scenario *const *scs, int nsc,
