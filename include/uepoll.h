@@ -47,6 +47,21 @@ extern "C" {
 
 /* epoll_create1(2): flags is 0 or EPOLL_CLOEXEC. */
 int uepoll_create1(int flags);
+
+/*
+ * uepoll_create1() with uepoll's own options in uflags (EINVAL for unknown
+ * bits), kept apart from flags so that flags stay exactly the kernel's:
+ *   UEPOLL_READYQ_WFCQ    ready queue on a wait-free concurrent queue
+ *                         (liburcu's wfcqueue): sources enqueue without any
+ *                         lock of the instance.  The default.
+ *   UEPOLL_READYQ_LOCKED  ready queue as one list under one mutex, as in the
+ *                         kernel; kept to compare against.
+ * With neither, the environment variable UEPOLL_READYQ=locked|wfcq (read
+ * once per process) picks, else the wait-free queue.
+ */
+#define UEPOLL_READYQ_WFCQ 0x1u
+#define UEPOLL_READYQ_LOCKED 0x2u
+int uepoll_create2(int flags, unsigned int uflags);
 /* epoll_create(2): size must be > 0 and is otherwise ignored. */
 int uepoll_create(int size);
 

@@ -13,7 +13,7 @@ pc=$(dirname "$(find "$prefix" -name uepoll.pc | head -n1)")
 export PKG_CONFIG_PATH=$pc
 libdir=$(pkg-config --variable=libdir uepoll)
 cc "$src/examples/hello.c" $(pkg-config --cflags --libs uepoll) -pthread -Wl,-rpath,"$libdir" -o "$prefix/hello"
-cc "$src/examples/hello.c" $(pkg-config --cflags uepoll) "$libdir/libuepoll.a" -pthread -o "$prefix/hello-static"
+cc "$src/examples/hello.c" $(pkg-config --cflags uepoll) "$libdir/libuepoll.a" $(pkg-config --static --libs-only-l liburcu-cds) -pthread -o "$prefix/hello-static"
 out=$("$prefix/hello")
 [ "$out" = "1 event(s), counter 3" ] || { echo "check-install: shared example printed: $out"; exit 1; }
 out=$("$prefix/hello-static")

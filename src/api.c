@@ -31,7 +31,16 @@ UEPOLL_API int uepoll_create1(int flags)
 {
 	if (flags & ~EPOLL_CLOEXEC)
 		return (int)api__ret(-EINVAL);
-	return (int)api__ret(port_create(flags));
+	return (int)api__ret(port_create(flags, 0));
+}
+
+UEPOLL_API int uepoll_create2(int flags, unsigned int uflags)
+{
+	const unsigned int q = UEPOLL_READYQ_WFCQ | UEPOLL_READYQ_LOCKED;
+
+	if (flags & ~EPOLL_CLOEXEC || uflags & ~q || (uflags & q) == q)
+		return (int)api__ret(-EINVAL);
+	return (int)api__ret(port_create(flags, uflags));
 }
 
 UEPOLL_API int uepoll_create(int size)

@@ -197,8 +197,11 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 				atomic_fetch_add(&e->wseq, 1);
 				sys_futex_wake(&e->wseq, INT_MAX);
 			}
-			if (atomic_load(&e->wq.n))
+			if (atomic_load(&e->wq.n)) {
 				wq_wake(&e->wq, EPOLLOUT);
+				if (c == take)
+					wq_unready(&e->wq);
+			}
 			memcpy(buf, &take, sizeof(take));
 			return sizeof(take);
 		}

@@ -11,23 +11,38 @@
 #ifndef UEPOLL_ITEM_H
 #define UEPOLL_ITEM_H
 
+#include <urcu/wfcqueue.h>
+
 #include "internal.h"
 #include "obj.h"
 
 struct port;
 
+/* item->state, the ready-queue state machine (readyq.c). */
+enum item_state {
+	ITEM_IDLE = 0,   /* not on the ready queue */
+	ITEM_QUEUED = 1, /* on the ready queue, at most once */
+	ITEM_DEAD = 2,   /* removed while queued: the dequeuer frees it */
+};
+
 struct item {
 	/* --- hot: touched by the signal and delivery paths --- */
-	/* Ready-queue link and flag: readyq lock. */
-	struct list rdlink;
-	bool queued;
+	/* Ready-queue link, by the instance's queue kind (readyq.c). */
+	union {
+		struct list rdlink;		/* locked queue */
+		struct cds_wfcq_node qnode;	/* wait-free queue */
+	};
+	/* enum item_state.  IDLE->QUEUED by a CAS (whoever wins enqueues);
+	 * QUEUED->IDLE by the dequeuer; QUEUED->DEAD by removal. */
+	_Atomic uint32_t state;
 	/* Interest mask incl. EPOLLERR|EPOLLHUP and the private bits.  Written
 	 * with the readyq lock held (ctl MOD, ONESHOT disarm); read without it
 	 * by the signal path (relaxed: a stale mask only makes the signal path
 	 * queue an item the harvest then drops, or skip one that MOD queues
 	 * itself after writing the new mask). */
 	_Atomic uint32_t events;
-	/* User data: readyq lock. */
+	/* User data: written by ctl with the queue's consumer lock held,
+	 * read by harvests under the same lock. */
 	uint64_t data;
 	/* Immutable for the item's life. */
 	struct uobj *src;
@@ -39,7 +54,10 @@ struct item {
 	struct list portlink;
 };
 
+/* Proposal 003: the signal and delivery paths touch one cache line. */
 _Static_assert(offsetof(struct item, wqlink) <= UEPOLL_CACHELINE,
+	       "hot item fields must fit in the first cache line");
+_Static_assert(offsetof(struct item, port) + sizeof(void *) <= UEPOLL_CACHELINE,
 	       "hot item fields must fit in the first cache line");
 
 /* Current poll mask of the item's source (EPOLLIN/EPOLLOUT...). */

@@ -15,12 +15,14 @@
  *   port->mtx      serialises ctl on the port, removal of a closed source's
  *                  items and release; protects port->items.
  *   wq->lock       a source's wait queue (eventfd.c, wq.c).
- *   rq->lock       the ready queue, item->queued/data, writes of
- *                  item->events (readyq.c).
- * The signal path takes wq->lock then rq->lock; harvesting takes rq->lock
- * only.  An item is freed only with port->mtx held and after it has been
- * unlinked from the wait queue (under wq->lock) and the ready queue (under
- * rq->lock), so no signaler or harvester can still reach it.  A closing
+ *   rq->lock       the ready queue's consumer lock: harvests, item->data,
+ *                  writes of item->events (readyq.c).  With the wait-free
+ *                  queue (the default) producers never take it.
+ * The signal path takes wq->lock (then rq->lock for a locked queue only);
+ * harvesting takes rq->lock only.  An item is retired only with port->mtx
+ * held and after it has been unlinked from the wait queue (under wq->lock),
+ * so no signaler can still reach it; rq_retire frees it at once or, if it
+ * is queued, leaves it to the harvest that dequeues it (readyq.c).  A closing
  * source, which must take port->mtx while it finds items through its wait
  * queue, drops wq->lock first and re-finds the item (port_drop_source).
  *
@@ -43,9 +45,13 @@
  * When nobody sleeps, db_set stays 1 and signals make no system call.
  */
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
+
+#include "uepoll.h"
 
 #include "eventfd.h"
 #include "fdtab.h"
@@ -64,7 +70,46 @@ static void port__kick(struct port *p)
 		sys_eventfd_signal(p->dbfd);
 }
 
-int port_create(int flags)
+/*
+ * A source event reached the instance.  The kernel wakes an epoll's own
+ * pollers on each such event, so an instance held by another instance rings
+ * every time (an edge-triggered holder sees each edge); others ring only when
+ * the doorbell is not rung already.
+ */
+static void port__kick_edge(struct port *p)
+{
+	if (atomic_load_explicit(&p->watched, memory_order_relaxed)) {
+		atomic_store(&p->db_set, 1);
+		sys_eventfd_signal(p->dbfd);
+	} else {
+		port__kick(p);
+	}
+}
+
+/*
+ * Ready queue kind: UEPOLL_READYQ_LOCKED asks for the locked list; the
+ * environment variable UEPOLL_READYQ=locked|wfcq, read once, sets the
+ * default (so that a whole test suite or benchmark can run on either).
+ */
+static int port__queue_kind(unsigned int uflags)
+{
+	static _Atomic int dflt = -1;
+	int d = atomic_load_explicit(&dflt, memory_order_relaxed);
+
+	if (uflags & UEPOLL_READYQ_LOCKED)
+		return RQ_LOCKED;
+	if (uflags & UEPOLL_READYQ_WFCQ)
+		return RQ_WFCQ;
+	if (d < 0) {
+		const char *e = getenv("UEPOLL_READYQ");
+
+		d = e && !strcmp(e, "locked") ? RQ_LOCKED : RQ_WFCQ;
+		atomic_store_explicit(&dflt, d, memory_order_relaxed);
+	}
+	return d;
+}
+
+int port_create(int flags, unsigned int uflags)
 {
 	struct epoll_event dbev = { .events = EPOLLIN | EPOLLET };
 	pthread_mutexattr_t a;
@@ -95,18 +140,23 @@ int port_create(int flags)
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&p->mtx, &a);
+	pthread_mutex_init(&p->wlock, NULL);
 	pthread_mutexattr_destroy(&a);
 	list_init(&p->items);
 	atomic_init(&p->nkernel, 0);
 	atomic_init(&p->flip, 0);
 	atomic_init(&p->db_set, 0);
 	atomic_init(&p->sleepers, 0);
-	rq_init(&p->rq);
+	atomic_init(&p->watched, 0);
+	atomic_init(&p->db_lt, false);
+	atomic_init(&p->nests, NULL);
+	rq_init(&p->rq, port__queue_kind(uflags));
 
 	old = fdtab_set(kfd, o, &ok);
 	if (!ok) {
 		rq_destroy(&p->rq);
 		pthread_mutex_destroy(&p->mtx);
+		pthread_mutex_destroy(&p->wlock);
 		r = -ENOMEM;
 		goto err_db;
 	}
@@ -150,15 +200,15 @@ bool port_item_signal(struct item *it, uint32_t key)
 			break;
 		}
 	}
-	port__kick(p);
+	port__kick_edge(p);
 	return ewake;
 }
 
+/* The item has left its source's wait queue: drop it from the instance. */
 static void port__free_item(struct port *p, struct item *it)
 {
-	rq_remove(&p->rq, it);
 	list_del(&it->portlink);
-	free(it);
+	rq_retire(&p->rq, it);
 }
 
 static int port__ctl_user(struct port *p, int op, struct uefd *src,
@@ -215,6 +265,7 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			return -EINVAL;
 		}
 		rq_update(&p->rq, it, events, ev->data.u64);
+		port_revalidate(p);
 		break;
 	default: /* EPOLL_CTL_DEL */
 		if (it)
@@ -225,6 +276,7 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			return -ENOENT;
 		}
 		port__free_item(p, it);
+		port_revalidate(p);
 		pthread_mutex_unlock(&p->mtx);
 		return 0;
 	}
@@ -232,11 +284,120 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 	 * poll comes after the item is visible to signalers (seq_cst wq.n and
 	 * count: see wq.h), so a concurrent change is seen by one side. */
 	if (item_poll(it) & events) {
-		rq_enqueue(&p->rq, it);
-		port__kick(p);
+		if (rq_enqueue(&p->rq, it))
+			port__kick_edge(p);
+		else
+			port__kick(p);
 	}
 	pthread_mutex_unlock(&p->mtx);
 	return 0;
+}
+
+static struct nest *port__nest_find(struct port *p, struct port *inner,
+				    int fd)
+{
+	struct nest *n;
+
+	for (n = atomic_load_explicit(&p->nests, memory_order_acquire); n;
+	     n = n->next)
+		if (atomic_load_explicit(&n->inner, memory_order_relaxed) == inner &&
+		    atomic_load_explicit(&n->fd, memory_order_relaxed) == fd)
+			return n;
+	return NULL;
+}
+
+/* Count an instance holding p; switch the doorbell's mode at 0 <-> 1.
+ * Under p->wlock, which nests inside the holder's mtx and outside p's
+ * ready-queue lock; it never takes an mtx, so no cycle can form even while
+ * two instances are being added into each other. */
+static void port__set_watched(struct port *p, int delta)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int w;
+
+	uint64_t v;
+
+	pthread_mutex_lock(&p->wlock);
+	w = atomic_fetch_add(&p->watched, delta) + delta;
+	if ((delta > 0 && w == 1) || w == 0) {
+		ev.events |= w ? 0 : EPOLLET;
+		ev.data.u64 = (uint64_t)(uintptr_t)p;
+		if (sys_epoll_ctl(p->obj.fd, EPOLL_CTL_MOD, p->dbfd, &ev) == 0)
+			atomic_store(&p->db_lt, w != 0);
+		if (w) {
+			/* An edge-triggered doorbell keeps counting after its
+			 * event was taken: start level-triggered from zero,
+			 * rung again only if something is ready. */
+			sys_read(p->dbfd, &v, sizeof(v));
+			atomic_store(&p->db_set, 0);
+			if (rq_prune(&p->rq))
+				port__kick(p);
+		}
+	}
+	pthread_mutex_unlock(&p->wlock);
+}
+
+/* A nested instance: the kernel answers, with our record as the data. */
+static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
+			  struct epoll_event *ev)
+{
+	struct epoll_event kev;
+	uint64_t udata = 0;
+	struct nest *n;
+	bool fresh = false;
+	int r;
+
+	/* An unknown op, or the instance itself (the kernel's EINVAL). */
+	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
+	    inner == p)
+		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	pthread_mutex_lock(&p->mtx);
+	n = port__nest_find(p, inner, fd);
+	if (!n && op == EPOLL_CTL_ADD) {
+		n = port__nest_find(p, NULL, -1);
+		if (!n) {
+			n = calloc(1, sizeof(*n));
+			if (!n) {
+				pthread_mutex_unlock(&p->mtx);
+				return -ENOMEM;
+			}
+			atomic_init(&n->inner, NULL);
+			atomic_init(&n->fd, -1);
+			n->next = atomic_load_explicit(&p->nests,
+						       memory_order_relaxed);
+			/* release: pairs with the harvest's acquire walk */
+			atomic_store_explicit(&p->nests, n, memory_order_release);
+		}
+		atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
+		atomic_store_explicit(&n->inner, inner, memory_order_release);
+		fresh = true;
+	}
+	if (n && op != EPOLL_CTL_DEL) {
+		udata = ev->data.u64;
+		kev = *ev;
+		kev.data.u64 = (uint64_t)(uintptr_t)n;
+		ev = &kev;
+	}
+	/* Watched before the kernel looks at it, so its fd is exact then. */
+	if (op == EPOLL_CTL_ADD)
+		port__set_watched(inner, 1);
+	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	if (r < 0 && op == EPOLL_CTL_ADD)
+		port__set_watched(inner, -1);
+	if (r == 0 && op != EPOLL_CTL_DEL)
+		atomic_store_explicit(&n->data, udata, memory_order_relaxed);
+	if (r == 0 && op == EPOLL_CTL_ADD)
+		atomic_fetch_add(&p->nkernel, 1);
+	if (r == 0 && op == EPOLL_CTL_DEL)
+		port__set_watched(inner, -1);
+	if ((r == 0 && op == EPOLL_CTL_DEL) || (r < 0 && fresh)) {
+		atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
+		atomic_store_explicit(&n->inner, NULL, memory_order_release);
+	}
+	if (r == 0 && op == EPOLL_CTL_DEL)
+		atomic_fetch_sub(&p->nkernel, 1);
+	pthread_mutex_unlock(&p->mtx);
+	return r;
 }
 
 int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
@@ -252,8 +413,11 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 		uobj_put(src);
 		return r;
 	}
-	if (src)
-		uobj_put(src); /* an instance: its fd is a kernel epoll */
+	if (src) {
+		r = port__ctl_nest(p, op, fd, (struct port *)src, ev);
+		uobj_put(src);
+		return r;
+	}
 	/* Kernel fds: the kernel decides everything, errno included. */
 	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD)
@@ -263,31 +427,136 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	return r;
 }
 
-/* epoll_wait on the kernel side; removes the doorbell's event from evs. */
+static const struct timespec port__zero;
+
+/* Forget a stale doorbell: afterwards the kernel epoll is readable only for
+ * kernel-side events, or for a ring that comes after. */
+static void port__clear_db(struct port *p)
+{
+	uint64_t v;
+
+	if (!atomic_load(&p->db_set))
+		return;
+	/* Zeroing the eventfd makes the doorbell's queued event (if any)
+	 * vanish: the kernel re-polls an item before reporting it. */
+	sys_read(p->dbfd, &v, sizeof(v));
+	atomic_store(&p->db_set, 0);
+	if (!rq_empty(&p->rq))
+		port__kick(p);
+}
+
+static bool port__ready(struct port *p, int depth);
+
+void port_revalidate(struct port *p)
+{
+	if (!atomic_load_explicit(&p->watched, memory_order_relaxed))
+		return;
+	if (!rq_prune(&p->rq))
+		port__clear_db(p);
+}
+
+/* The nested record whose address is this event's data, if any. */
+static struct nest *port__nest_of(struct port *p, uint64_t data)
+{
+	struct nest *n;
+
+	for (n = atomic_load_explicit(&p->nests, memory_order_acquire); n;
+	     n = n->next)
+		if ((uint64_t)(uintptr_t)n == data &&
+		    atomic_load_explicit(&n->inner, memory_order_acquire))
+			return n;
+	return NULL;
+}
+
+/*
+ * Is a nested instance ready, as the kernel's poll of an epoll would say?
+ * Our kernel epoll saw its fd readable, but that may be a doorbell left from
+ * a harvest that already took everything; look, and clear what is stale.
+ */
+static bool port__nest_ready(struct nest *n, int depth)
+{
+	struct uobj *o = fdtab_get(atomic_load_explicit(&n->fd,
+							memory_order_relaxed));
+	bool ready = true; /* not ours any more: trust the kernel */
+
+	if (o && o == &atomic_load_explicit(&n->inner,
+					    memory_order_relaxed)->obj)
+		ready = port__ready((struct port *)o, depth + 1);
+	if (o)
+		uobj_put(o);
+	return ready;
+}
+
+static bool port__ready(struct port *p, int depth)
+{
+	struct pollfd pfd = { .fd = p->obj.fd, .events = POLLIN };
+	struct nest *n;
+
+	if (rq_prune(&p->rq))
+		return true;
+	port__clear_db(p);
+	if (!rq_empty(&p->rq))
+		return true; /* something came meanwhile */
+	/* The kernel limits nesting; this bound only guards the recursion. */
+	if (depth < 8) {
+		for (n = atomic_load_explicit(&p->nests, memory_order_acquire);
+		     n; n = n->next)
+			if (atomic_load_explicit(&n->inner, memory_order_acquire) &&
+			    port__nest_ready(n, depth))
+				return true;
+	}
+	/* What is left readable is kernel fds (or a ring that just came). */
+	return poll(&pfd, 1, 0) > 0;
+}
+
+/* epoll_wait on the kernel side; removes the doorbell's event from evs and
+ * translates (or drops, when stale) the events of nested instances. */
 static int port__kernel(struct port *p, struct epoll_event *evs, int max,
 			const struct timespec *timeout, const sigset_t *sigmask,
 			bool *db)
 {
 	const uint64_t me = (uint64_t)(uintptr_t)p;
-	int r, i, k;
+	bool nested = atomic_load_explicit(&p->nests, memory_order_relaxed);
+	struct nest *n;
+	int r, i, end, k = 0, want = max;
+	bool retried = false;
 
-	r = sys_epoll_wait(p->obj.fd, evs, max, timeout, sigmask);
 	*db = false;
+again:
+	r = sys_epoll_wait(p->obj.fd, evs + k, want, timeout, sigmask);
 	if (r <= 0)
-		return r;
-	for (i = k = 0; i < r; i++) {
+		return k ? k : r;
+	for (i = k, end = k + r; i < end; i++) {
 		if (evs[i].data.u64 == me) {
+			/* An edge-triggered doorbell's event is consumed by
+			 * being taken (store before anything else can return:
+			 * a stale db_set == 1 would strand every sleeper); a
+			 * level-triggered one stays until port__clear_db. */
 			*db = true;
+			if (!atomic_load(&p->db_lt))
+				atomic_store(&p->db_set, 0);
 			continue;
+		}
+		if (nested && (n = port__nest_of(p, evs[i].data.u64))) {
+			if (!port__nest_ready(n, 0))
+				continue;
+			evs[i].data.u64 = atomic_load_explicit(
+				&n->data, memory_order_relaxed);
 		}
 		evs[k++] = evs[i];
 	}
-	if (*db)
-		atomic_store(&p->db_set, 0);
+	/* The doorbell or a stale nested instance filled the batch: ask again
+	 * (without sleeping) for what they displaced.  Only when nothing real
+	 * came back: a level-triggered event we returned would be queued
+	 * again by the kernel and come twice. */
+	if (r == want && k == 0 && !retried) {
+		retried = true;
+		want = max - k;
+		timeout = &port__zero;
+		goto again;
+	}
 	return k;
 }
-
-static const struct timespec port__zero;
 
 /* Take what is ready now from both sides, without sleeping. */
 static int port__collect(struct port *p, struct epoll_event *evs, int max)
@@ -296,9 +565,13 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max)
 	bool kfirst, db;
 	int n = 0, r;
 
-	/* Alternate which side goes first so neither starves the other. */
-	kfirst = kernel && (atomic_fetch_add_explicit(&p->flip, 1,
-						      memory_order_relaxed) & 1);
+	/* Alternate which side goes first so neither starves the other; but
+	 * while the doorbell may be pending in the kernel epoll, the kernel
+	 * goes first with the whole batch, so that the slot the doorbell takes
+	 * is one the ready queue can fill instead of a displaced kernel event. */
+	kfirst = kernel && (atomic_load(&p->db_set) ||
+			    (atomic_fetch_add_explicit(&p->flip, 1,
+						       memory_order_relaxed) & 1));
 	if (kfirst) {
 		n = port__kernel(p, evs, max, &port__zero, NULL, &db);
 		if (n < 0)
@@ -328,21 +601,14 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max)
  */
 static void port__settle(struct port *p, bool poll)
 {
-	struct epoll_event ev;
-	bool db;
-
+	/* An instance held by another one keeps its fd exact. */
+	port_revalidate(p);
 	if (!rq_empty(&p->rq)) {
 		port__kick(p);
 		return;
 	}
-	/* Only safe with no kernel fds: with them, this epoll_wait could take
-	 * an edge-triggered kernel event we have no room to return. */
-	if (poll && atomic_load(&p->db_set) &&
-	    atomic_load_explicit(&p->nkernel, memory_order_relaxed) == 0) {
-		port__kernel(p, &ev, 1, &port__zero, NULL, &db);
-		if (!rq_empty(&p->rq))
-			port__kick(p);
-	}
+	if (poll)
+		port__clear_db(p);
 }
 
 static void port__remaining(int64_t deadline, struct timespec *ts)
@@ -378,6 +644,10 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 			if (!ts.tv_sec && !ts.tv_nsec)
 				return 0;
 		}
+		/* A level-triggered doorbell would wake us at once: clear it
+		 * unless something is really ready. */
+		if (atomic_load(&p->db_lt))
+			port_revalidate(p);
 		atomic_fetch_add(&p->sleepers, 1);
 		if (!rq_empty(&p->rq)) {
 			atomic_fetch_sub(&p->sleepers, 1);
@@ -465,7 +735,24 @@ void port_release(struct uobj *o)
 	sys_close(p->dbfd);
 	if (!atomic_load_explicit(&o->fd_lost, memory_order_relaxed))
 		sys_close(o->fd);
-	rq_destroy(&p->rq);
+	rq_destroy(&p->rq); /* frees items retired while queued */
+	while (p->nests) {
+		struct nest *n = p->nests;
+		struct port *in = atomic_load(&n->inner);
+
+		/* The kernel drops our registration in it with our epoll. */
+		if (in) {
+			struct uobj *io = fdtab_get(atomic_load(&n->fd));
+
+			if (io == &in->obj)
+				port__set_watched(in, -1);
+			if (io)
+				uobj_put(io);
+		}
+		p->nests = n->next;
+		free(n);
+	}
 	pthread_mutex_destroy(&p->mtx);
+	pthread_mutex_destroy(&p->wlock);
 	uobj_free(o);
 }

@@ -12,6 +12,22 @@
 #include "readyq.h"
 #include "wq.h"
 
+/*
+ * A uepoll instance added to this one.  It sits in our kernel epoll like any
+ * kernel fd (so the kernel checks loops, depth and flags), registered with
+ * this record's address as data: a harvest recognises its events, checks
+ * that the inner instance really has something (as the kernel's poll of an
+ * epoll does) and reports the user's data.  Records are only ever appended
+ * to port->nests and freed with the port, so a harvest can walk the list
+ * without a lock; a free record (inner == NULL) is reused.
+ */
+struct nest {
+	struct nest *next; /* immutable once published */
+	_Atomic(struct port *) inner;
+	_Atomic int fd;
+	_Atomic uint64_t data;
+};
+
 struct port {
 	struct uobj obj; /* obj.fd: the instance's kernel epoll, its public fd */
 	/* Private eventfd in the kernel epoll (EPOLLIN|EPOLLET, data = the
@@ -23,6 +39,21 @@ struct port {
 	struct list items;
 	/* Kernel fds registered (never below the true number). */
 	_Atomic int nkernel;
+	/* How many of our instances hold this one (nest records).  While
+	 * watched, every signal rings the doorbell, as the kernel wakes an
+	 * epoll's pollers on every event: an edge-triggered outer instance
+	 * must see each one. */
+	_Atomic int watched;
+	/* The doorbell's mode in the kernel epoll.  Edge-triggered (default):
+	 * a waiter that takes its event has consumed it.  Level-triggered
+	 * while watched: the doorbell stays readable until the instance has
+	 * nothing ready (port__clear_db), so the fd stays readable without a
+	 * new wake, exactly as an epoll with queued items does.  Changed under
+	 * mtx (port__set_watched). */
+	_Atomic bool db_lt;
+	pthread_mutex_t wlock; /* watched/db_lt transitions */
+	/* Nested instances (append-only list, see struct nest). */
+	_Atomic(struct nest *) nests;
 	/* Fairness toggle between the userspace and the kernel ready lists. */
 	_Atomic unsigned flip;
 
@@ -34,7 +65,8 @@ struct port {
 	_Alignas(UEPOLL_CACHELINE) struct readyq rq;
 };
 
-int port_create(int flags);
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_* */
+int port_create(int flags, unsigned int uflags);
 int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev);
 /* deadline: -1 blocks, 0 polls, else an absolute CLOCK_MONOTONIC time in ns. */
 int port_wait(struct port *p, struct epoll_event *evs, int max,
@@ -42,6 +74,10 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 /* Called by wq_wake with the source's wq lock held.  Returns true when an
  * exclusive wakeup was consumed (stop walking). */
 bool port_item_signal(struct item *it, uint32_t key);
+/* For an instance held by another one: forget queued items that are not
+ * ready and, if none is left, make its fd not readable, as the kernel's
+ * poll of an epoll would see it.  No-op for an instance nobody holds. */
+void port_revalidate(struct port *p);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
 void port_close(struct port *p);

@@ -1,65 +1,172 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * readyq.c - the locked ready queue (see readyq.h for the rules).
+ * readyq.c - the two ready queues (see readyq.h for the interface and the
+ * table of what may run concurrently).
  *
- * LOCKING: q->lock protects the list, item->queued, item->data and writes
- * of item->events.  It nests inside the instance's mtx and inside a source's
- * wq lock, and nothing nests inside it.
+ * ITEM STATE MACHINE (both kinds):
+ *
+ *   IDLE --(rq_enqueue: CAS, acq_rel; winner links the item)--> QUEUED
+ *   QUEUED --(harvest dequeues it: store IDLE, seq_cst)--> IDLE
+ *   QUEUED --(rq_retire, consumer lock held)--> DEAD --(dequeued)--> freed
+ *   IDLE --(rq_retire)--> freed at once
+ *
+ * The harvest stores IDLE *before* it polls the source: a source that fires
+ * after the poll finds IDLE and re-queues (its seq_cst counter update then
+ * its CAS, against our seq_cst store then poll: one of us sees the other).
+ * So a source firing while its item is being delivered is never lost, and an
+ * item is never queued twice.  Level-triggered re-queue after delivery is a
+ * CAS IDLE->QUEUED like any other: if a source re-queued it meanwhile, the
+ * CAS fails and nothing is done.  rq_update and rq_retire hold the consumer
+ * lock, so they never overlap a delivery; EPOLLONESHOT disarm happens inside
+ * the delivery.  Retire runs after the item left its source's wait queue,
+ * so no producer can still touch it; a queued item is left to the harvest
+ * that dequeues it (a wait-free queue cannot unlink from the middle).
+ *
+ * MEMORY ORDERING OF THE WAIT-FREE QUEUE.  cds_wfcq_enqueue is wait-free
+ * (one xchg of the tail, a full barrier, then a store of the old tail's
+ * next); dequeue and splice need mutual exclusion among themselves (our
+ * consumer lock) and may find a link not yet stored: we use the
+ * non-blocking forms and stop the harvest there (the producer is two
+ * instructions from done and rings the doorbell after).  ThreadSanitizer
+ * cannot see liburcu's atomics (inline assembly, in an uninstrumented
+ * library), so every queue access is kept in the rq__raw_* functions, which
+ * tsan.ignore leaves uninstrumented; the hand-off of an item is visible to
+ * it through item->state (the enqueuer's CAS, the dequeuer's acquire load).
+ *
+ * LOCKING: q->lock nests inside the instance's mtx and inside a source's
+ * wq lock (RQ_LOCKED enqueue); nothing nests inside it.
  */
 #include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
 
 #include "readyq.h"
 
-void rq_init(struct readyq *q)
+#define RQ__NOINLINE __attribute__((noinline))
+
+/* --- raw queue operations (not instrumented by TSan: tsan.ignore) --- */
+
+static RQ__NOINLINE void rq__raw_init(struct __cds_wfcq_head *h,
+				      struct cds_wfcq_tail *t)
+{
+	__cds_wfcq_init(h, t);
+}
+
+static RQ__NOINLINE void rq__raw_enqueue(struct readyq *q, struct item *it)
+{
+	cds_wfcq_node_init(&it->qnode);
+	cds_wfcq_enqueue(&q->whead, &q->wtail, &it->qnode);
+}
+
+static RQ__NOINLINE bool rq__raw_empty(struct __cds_wfcq_head *h,
+				       struct cds_wfcq_tail *t)
+{
+	return cds_wfcq_empty(h, t);
+}
+
+/* Move the whole shared queue behind the consumers' batch. */
+static RQ__NOINLINE void rq__raw_splice(struct readyq *q)
+{
+	__cds_wfcq_splice_nonblocking(&q->txhead, &q->txtail, &q->whead,
+				      &q->wtail);
+}
+
+/* Next item of the batch; NULL when empty or when a link is not stored yet. */
+static RQ__NOINLINE struct item *rq__raw_dequeue(struct readyq *q)
+{
+	struct cds_wfcq_node *n =
+		__cds_wfcq_dequeue_nonblocking(&q->txhead, &q->txtail);
+
+	if (!n || n == CDS_WFCQ_WOULDBLOCK)
+		return NULL;
+	return container_of(n, struct item, qnode);
+}
+
+static RQ__NOINLINE void rq__raw_enqueue_to(struct __cds_wfcq_head *h,
+					    struct cds_wfcq_tail *t,
+					    struct item *it)
+{
+	cds_wfcq_node_init(&it->qnode);
+	cds_wfcq_enqueue(h, t, &it->qnode);
+}
+
+static RQ__NOINLINE void rq__raw_splice_to_tx(struct readyq *q,
+					      struct __cds_wfcq_head *h,
+					      struct cds_wfcq_tail *t)
+{
+	__cds_wfcq_splice_nonblocking(&q->txhead, &q->txtail, h, t);
+}
+
+/* --- common --- */
+
+void rq_init(struct readyq *q, int kind)
 {
 	pthread_mutexattr_t a;
 
+	q->kind = kind;
 	pthread_mutexattr_init(&a);
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
 	pthread_mutex_init(&q->lock, &a);
 	pthread_mutexattr_destroy(&a);
 	list_init(&q->head);
 	atomic_init(&q->count, 0);
+	atomic_init(&q->txbusy, false);
+	rq__raw_init(&q->txhead, &q->txtail);
+	rq__raw_init(&q->whead, &q->wtail);
 }
 
 void rq_destroy(struct readyq *q)
 {
+	struct item *it;
+
+	if (q->kind == RQ_WFCQ) {
+		/* Every item left is DEAD: its owner retired it. */
+		do {
+			rq__raw_splice(q);
+			while ((it = rq__raw_dequeue(q)))
+				free(it);
+		} while (!rq__raw_empty(&q->whead, &q->wtail) ||
+			 !rq__raw_empty(&q->txhead, &q->txtail));
+	}
 	pthread_mutex_destroy(&q->lock);
 }
 
-static void rq__link(struct readyq *q, struct item *it)
+static bool rq__claim(struct item *it)
 {
-	list_add_tail(&q->head, &it->rdlink);
-	it->queued = true;
-	atomic_fetch_add(&q->count, 1);
+	uint32_t s = ITEM_IDLE;
+
+	/* acq_rel: pairs with the dequeuer's acquire load of state. */
+	return atomic_compare_exchange_strong_explicit(
+		&it->state, &s, ITEM_QUEUED, memory_order_acq_rel,
+		memory_order_acquire);
 }
 
-static void rq__unlink(struct readyq *q, struct item *it)
+static void rq__link_locked(struct readyq *q, struct item *it)
 {
-	list_del(&it->rdlink);
-	it->queued = false;
-	atomic_fetch_sub(&q->count, 1);
+	list_add_tail(&q->head, &it->rdlink);
+	atomic_fetch_add(&q->count, 1);
 }
 
 bool rq_enqueue(struct readyq *q, struct item *it)
 {
-	bool added = false;
+	bool added;
 
-	pthread_mutex_lock(&q->lock);
-	if (!it->queued) {
-		rq__link(q, it);
-		added = true;
+	if (q->kind == RQ_WFCQ) {
+		/* Cheap test first: most signals find the item queued. */
+		if (atomic_load_explicit(&it->state, memory_order_relaxed) !=
+		    ITEM_IDLE)
+			return false;
+		if (!rq__claim(it))
+			return false;
+		rq__raw_enqueue(q, it);
+		return true;
 	}
+	pthread_mutex_lock(&q->lock);
+	added = rq__claim(it);
+	if (added)
+		rq__link_locked(q, it);
 	pthread_mutex_unlock(&q->lock);
 	return added;
-}
-
-void rq_remove(struct readyq *q, struct item *it)
-{
-	pthread_mutex_lock(&q->lock);
-	if (it->queued)
-		rq__unlink(q, it);
-	pthread_mutex_unlock(&q->lock);
 }
 
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
@@ -71,47 +178,195 @@ void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	pthread_mutex_unlock(&q->lock);
 }
 
+void rq_retire(struct readyq *q, struct item *it)
+{
+	bool now = true;
+
+	pthread_mutex_lock(&q->lock);
+	if (atomic_load(&it->state) == ITEM_QUEUED) {
+		if (q->kind == RQ_WFCQ) {
+			atomic_store(&it->state, ITEM_DEAD);
+			now = false;
+		} else {
+			list_del(&it->rdlink);
+			atomic_fetch_sub(&q->count, 1);
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (now)
+		free(it);
+}
+
 bool rq_empty(struct readyq *q)
 {
+	if (q->kind == RQ_WFCQ)
+		return !atomic_load(&q->txbusy) &&
+		       rq__raw_empty(&q->whead, &q->wtail);
 	return atomic_load(&q->count) == 0;
 }
 
-int rq_harvest(struct readyq *q, struct epoll_event *evs, int max)
+/*
+ * Deliver one dequeued item (state already IDLE).  Returns 1 if an event was
+ * written, 0 if the item was dropped, -EFAULT if evs is NULL and an event
+ * was due (the item is then queued again by the caller).
+ */
+static int rq__deliver(struct readyq *q, struct item *it,
+		       struct epoll_event *ev, bool *requeue)
 {
-	int n = 0;
-	unsigned budget;
+	uint32_t e = atomic_load_explicit(&it->events, memory_order_relaxed);
+	uint32_t revents = item_poll(it) & e;
 
-	if (rq_empty(q))
+	*requeue = false;
+	if (!revents)
 		return 0;
+	if (!ev) {
+		*requeue = true;
+		return -EFAULT;
+	}
+	ev->events = revents;
+	ev->data.u64 = it->data;
+	if (e & EPOLLONESHOT)
+		atomic_store_explicit(&it->events, e & UEP_PRIVATE_BITS,
+				      memory_order_relaxed);
+	else if (!(e & EPOLLET))
+		*requeue = true;
+	(void)q;
+	return 1;
+}
+
+static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
+			    int max)
+{
+	struct item *it;
+	bool requeue;
+	int n = 0, r;
+
+	pthread_mutex_lock(&q->lock);
+	/* The batch is what was queued when we started; level-triggered
+	 * re-queues go to the shared queue, behind it. */
+	rq__raw_splice(q);
+	while (n < max && (it = rq__raw_dequeue(q))) {
+		/* acquire: pairs with the enqueuer's CAS. */
+		if (atomic_load_explicit(&it->state, memory_order_acquire) ==
+		    ITEM_DEAD) {
+			free(it);
+			continue;
+		}
+		atomic_store(&it->state, ITEM_IDLE);
+		r = rq__deliver(q, it, evs ? &evs[n] : NULL, &requeue);
+		if (requeue && rq__claim(it))
+			rq__raw_enqueue(q, it);
+		if (r < 0) {
+			n = r;
+			break;
+		}
+		n += r;
+	}
+	atomic_store(&q->txbusy, !rq__raw_empty(&q->txhead, &q->txtail));
+	pthread_mutex_unlock(&q->lock);
+	return n;
+}
+
+static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
+			      int max)
+{
+	struct item *it;
+	unsigned budget;
+	bool requeue;
+	int n = 0, r;
+
 	pthread_mutex_lock(&q->lock);
 	/* Only the items queued now: level-triggered re-queues go behind
 	 * them and wait for the next call, as in the kernel. */
 	budget = atomic_load_explicit(&q->count, memory_order_relaxed);
 	while (n < max && budget-- > 0) {
-		struct item *it = container_of(q->head.next, struct item, rdlink);
-		uint32_t ev = atomic_load_explicit(&it->events,
-						   memory_order_relaxed);
-		uint32_t revents = item_poll(it) & ev;
-
-		if (!revents) {
-			rq__unlink(q, it);
-			continue;
-		}
-		if (!evs) {
-			n = -EFAULT;
+		it = container_of(q->head.next, struct item, rdlink);
+		list_del(&it->rdlink);
+		atomic_fetch_sub(&q->count, 1);
+		atomic_store(&it->state, ITEM_IDLE);
+		r = rq__deliver(q, it, evs ? &evs[n] : NULL, &requeue);
+		if (r < 0) {
+			/* Put it back first in line. */
+			list_add_head(&q->head, &it->rdlink);
+			atomic_store(&it->state, ITEM_QUEUED);
+			atomic_fetch_add(&q->count, 1);
+			n = r;
 			break;
 		}
-		rq__unlink(q, it);
-		evs[n].events = revents;
-		evs[n].data.u64 = it->data;
-		n++;
-		if (ev & EPOLLONESHOT)
-			atomic_store_explicit(&it->events,
-					      ev & UEP_PRIVATE_BITS,
-					      memory_order_relaxed);
-		else if (!(ev & EPOLLET))
-			rq__link(q, it);
+		if (requeue && rq__claim(it))
+			rq__link_locked(q, it);
+		n += r;
 	}
 	pthread_mutex_unlock(&q->lock);
 	return n;
+}
+
+static bool rq__is_ready(struct item *it)
+{
+	uint32_t e = atomic_load_explicit(&it->events, memory_order_relaxed);
+
+	return item_poll(it) & e & ~UEP_PRIVATE_BITS;
+}
+
+bool rq_prune(struct readyq *q)
+{
+	struct __cds_wfcq_head kh;
+	struct cds_wfcq_tail kt;
+	struct list *l, *next;
+	struct item *it;
+	bool any = false;
+
+	if (rq_empty(q))
+		return false;
+	pthread_mutex_lock(&q->lock);
+	if (q->kind == RQ_WFCQ) {
+		/* Keep the ready ones, in order, in a private queue; drop the
+		 * others the way a harvest does (IDLE before the poll, so a
+		 * source firing now re-queues). */
+		rq__raw_init(&kh, &kt);
+		rq__raw_splice(q);
+		while ((it = rq__raw_dequeue(q))) {
+			if (atomic_load_explicit(&it->state,
+						 memory_order_acquire) ==
+			    ITEM_DEAD) {
+				free(it);
+				continue;
+			}
+			atomic_store(&it->state, ITEM_IDLE);
+			if (rq__is_ready(it) && rq__claim(it)) {
+				rq__raw_enqueue_to(&kh, &kt, it);
+				any = true;
+			}
+		}
+		/* A link not stored yet stopped us: assume the worst. */
+		if (!rq__raw_empty(&q->txhead, &q->txtail))
+			any = true;
+		rq__raw_splice_to_tx(q, &kh, &kt);
+		atomic_store(&q->txbusy,
+			     !rq__raw_empty(&q->txhead, &q->txtail));
+		any = any || !rq__raw_empty(&q->whead, &q->wtail);
+	} else {
+		for (l = q->head.next; l != &q->head; l = next) {
+			next = l->next;
+			it = container_of(l, struct item, rdlink);
+			if (rq__is_ready(it)) {
+				any = true;
+				continue;
+			}
+			list_del(l);
+			atomic_fetch_sub(&q->count, 1);
+			atomic_store(&it->state, ITEM_IDLE);
+		}
+	}
+	pthread_mutex_unlock(&q->lock);
+	return any;
+}
+
+int rq_harvest(struct readyq *q, struct epoll_event *evs, int max)
+{
+	if (rq_empty(q))
+		return 0;
+	if (q->kind == RQ_WFCQ)
+		return rq__harvest_wfcq(q, evs, max);
+	return rq__harvest_locked(q, evs, max);
 }

@@ -2,13 +2,27 @@
 /*
  * readyq.h - an instance's ready queue: the items whose source may be ready.
  *
- * This is the one interface the rest of uepoll uses, so the implementation
- * can be replaced (a wait-free queue is planned).  The present one is a list
- * under a mutex.  Rules, whatever the implementation:
- *  - an item is queued at most once (item->queued);
- *  - rq_enqueue may run concurrently with everything below;
- *  - rq_harvest runs concurrently with rq_enqueue and with other harvests;
- *  - rq_remove and rq_update are called with the instance's mtx held.
+ * The one interface the rest of uepoll uses, with two implementations chosen
+ * per instance at creation:
+ *   RQ_WFCQ    (default) liburcu's wait-free concurrent queue: a source that
+ *              becomes ready enqueues its item without any lock of the
+ *              instance; waiters dequeue under the instance's consumer mutex.
+ *   RQ_LOCKED  one list under one mutex, taken by producers and consumers
+ *              alike (the kernel's design; kept for comparison).
+ *
+ * Which operations may run at the same time on one queue (whatever the kind):
+ *
+ *                   enqueue  harvest  update  retire  empty
+ *   rq_enqueue        yes      yes     yes     yes     yes
+ *   rq_harvest        yes      yes*    yes*    yes*    yes
+ *   rq_update         yes      yes*    no      no      yes
+ *   rq_retire         yes      yes*    no      no      yes
+ *   rq_empty          yes      yes     yes     yes     yes
+ *   rq_prune          yes      yes*    yes*    yes*    yes
+ *   (* serialised inside by the consumer mutex; "no": the caller must hold
+ *    the instance's mtx, as ctl does.)
+ *
+ * An item is queued at most once (item->state, a CAS IDLE->QUEUED).
  */
 #ifndef UEPOLL_READYQ_H
 #define UEPOLL_READYQ_H
@@ -17,30 +31,57 @@
 
 #include "item.h"
 
-struct readyq {
-	pthread_mutex_t lock;
-	struct list head;
-	/* Number of queued items.  Written under lock, read without it by
-	 * rq_empty (seq_cst: pairs with the sleeper protocol in port.c). */
-	_Atomic unsigned count;
+enum rq_kind {
+	RQ_WFCQ = 0,
+	RQ_LOCKED = 1,
 };
 
-void rq_init(struct readyq *q);
+struct readyq {
+	/* --- consumer side --- */
+	int kind;
+	/* RQ_WFCQ: serialises dequeuers (liburcu requires mutual exclusion
+	 * between dequeue/splice callers) and ctl's update/retire.
+	 * RQ_LOCKED: the one lock of the list. */
+	pthread_mutex_t lock;
+	/* RQ_LOCKED list; its count (seq_cst, read by rq_empty). */
+	struct list head;
+	_Atomic unsigned count;
+	/* RQ_WFCQ: the consumers' private batch (leftovers of the last
+	 * harvest come first, as in the kernel), and whether it is non-empty
+	 * (seq_cst, read by rq_empty without the lock). */
+	struct __cds_wfcq_head txhead;
+	struct cds_wfcq_tail txtail;
+	_Atomic bool txbusy;
+	/* RQ_WFCQ shared queue: consumers take from the head... */
+	_Alignas(UEPOLL_CACHELINE) struct __cds_wfcq_head whead;
+	/* ...producers exchange the tail, on a line of its own. */
+	_Alignas(UEPOLL_CACHELINE) struct cds_wfcq_tail wtail;
+	char pad_[UEPOLL_CACHELINE - sizeof(struct cds_wfcq_tail)];
+};
+
+void rq_init(struct readyq *q, int kind);
+/* Frees the items still queued (all are ITEM_DEAD by then). */
 void rq_destroy(struct readyq *q);
 /* Queue it at the tail unless it is queued already; true if it was not. */
 bool rq_enqueue(struct readyq *q, struct item *it);
-void rq_remove(struct readyq *q, struct item *it);
 /* Change an item's mask and data as one step against harvests. */
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	       uint64_t data);
+/* The item is unlinked from its source: free it now, or mark it so that
+ * the harvest that dequeues it frees it. */
+void rq_retire(struct readyq *q, struct item *it);
 bool rq_empty(struct readyq *q);
 /*
  * Deliver up to max events, in queue order, the kernel's way: an item whose
  * source is not ready (for its mask) is dropped; EPOLLONESHOT disarms;
  * level-triggered items go back to the tail; edge-triggered ones leave.
- * Items beyond max stay at the head.  evs == NULL: returns -EFAULT if an
- * event would be delivered (consuming nothing), else 0.
+ * Items beyond max stay first in line.  evs == NULL: returns -EFAULT if an
+ * event would be delivered, else 0.
  */
 int rq_harvest(struct readyq *q, struct epoll_event *evs, int max);
+/* Would a harvest return an event now?  Drops queued items whose source is
+ * not ready (as a harvest would) but delivers nothing: the kernel's poll of
+ * an epoll, for an instance nested in another one. */
+bool rq_prune(struct readyq *q);
 
 #endif

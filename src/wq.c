@@ -52,6 +52,21 @@ struct item *wq_find(struct wq *q, const struct port *p)
 	return NULL;
 }
 
+void wq_unready(struct wq *q)
+{
+	struct list *l;
+
+	pthread_mutex_lock(&q->lock);
+	list_for_each(l, &q->head) {
+		struct item *it = container_of(l, struct item, wqlink);
+
+		if (atomic_load_explicit(&it->state, memory_order_relaxed) !=
+		    ITEM_IDLE)
+			port_revalidate(it->port);
+	}
+	pthread_mutex_unlock(&q->lock);
+}
+
 void wq_wake(struct wq *q, uint32_t key)
 {
 	struct list *l;

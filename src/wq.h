@@ -33,5 +33,8 @@ struct item *wq_find(struct wq *q, const struct port *p);
  * non-exclusive one, and exclusive ones in order until one instance that has
  * a thread blocked in a wait took it. */
 void wq_wake(struct wq *q, uint32_t key);
+/* The source stopped being readable: instances held by other instances
+ * re-check their ready queues (port_revalidate). */
+void wq_unready(struct wq *q);
 
 #endif

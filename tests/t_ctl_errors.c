@@ -502,6 +502,7 @@ static const struct tcase cases[] = {
 int main(void)
 {
 	t_begin("t_ctl_errors");
+	t_watchdog(120);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct tcase *c = &cases[i];
 		struct world kw, uw;

@@ -380,6 +380,7 @@ static void test_passthrough(void)
 int main(void)
 {
 	t_begin("t_eventfd_semantics");
+	t_watchdog(120);
 	test_basic();
 	test_semaphore();
 	test_limits();

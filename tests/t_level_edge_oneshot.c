@@ -365,6 +365,7 @@ static void test_order(void)
 int main(void)
 {
 	t_begin("t_level_edge_oneshot");
+	t_watchdog(120);
 	test_level();
 	test_edge();
 	test_oneshot();

@@ -41,6 +41,7 @@ int main(void)
 	volatile int neg1 = -1, intmin = -2147483647 - 1;
 
 	t_begin("t_wait_errors");
+	t_watchdog(120);
 	sigemptyset(&ss);
 	kep = epoll_create1(0);
 	uep = uepoll_create1(0);

@@ -1,6 +1,7 @@
 #include "testlib.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -157,4 +158,26 @@ int t_wait_sleeping(int tid, int timeout_ms)
 		t_sleep_ms(2);
 	}
 	return 0;
+}
+
+static void t_watchdog_fired(int sig)
+{
+	static const char msg[] = "watchdog: test still running, hung?\n";
+
+	(void)sig;
+	/* only async-signal-safe calls here */
+	if (write(2, msg, sizeof(msg) - 1) < 0)
+		_exit(1);
+	_exit(1);
+}
+
+void t_watchdog(unsigned int secs)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = t_watchdog_fired;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(secs);
 }

@@ -45,6 +45,12 @@ int t_gettid(void);
 int t_wait_sleeping(int tid, int timeout_ms);
 /* Sleep for ms milliseconds. */
 void t_sleep_ms(int ms);
+/*
+ * Fail the test (exit 1 with a message) if it is still running after secs
+ * seconds: a deadlock or livelock in the library then shows up as a
+ * failure naming the test instead of a ctest timeout.
+ */
+void t_watchdog(unsigned int secs);
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \

@@ -1,0 +1,269 @@
+/*
+ * t_nesting: a uepoll instance inside another instance.  The outer reports
+ * EPOLLIN for the inner while the inner has events (from a ueventfd and from
+ * a pipe), and stops once they are consumed; loops give ELOOP, adding an
+ * instance to itself EINVAL, and the depth limit gives the kernel's errno at
+ * the kernel's depth (built side by side with kernel epolls).
+ */
+#include "testlib.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+static int add(int (*ctl)(int, int, int, struct epoll_event *), int ep, int fd,
+	       uint32_t events, uint64_t data)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = data };
+
+	return ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+static int wait0(int ep, struct epoll_event *ev, int max)
+{
+	return uepoll_wait(ep, ev, max, 0);
+}
+
+static void test_inner_events(void)
+{
+	struct epoll_event ev[8];
+	int outer = uepoll_create1(0), inner = uepoll_create1(0);
+	int efd = ueventfd(0, EFD_NONBLOCK), pfd[2];
+	uint64_t v;
+	char c;
+
+	REQUIRE(outer >= 0 && inner >= 0 && efd >= 0);
+	REQUIRE(pipe2(pfd, O_NONBLOCK) == 0);
+	CHECK_EQ(add(uepoll_ctl, inner, efd, EPOLLIN, 1), 0);
+	CHECK_EQ(add(uepoll_ctl, inner, pfd[0], EPOLLIN, 2), 0);
+	CHECK_EQ(add(uepoll_ctl, outer, inner, EPOLLIN, 100), 0);
+	CHECK_EQ(wait0(outer, ev, 8), 0);
+
+	/* ueventfd source */
+	CHECK_EQ(ueventfd_write(efd, 1), 0);
+	CHECK_EQ(wait0(outer, ev, 8), 1);
+	CHECK_EQ(ev[0].events, EPOLLIN);
+	CHECK_EQ(ev[0].data.u64, 100);
+	CHECK_EQ(wait0(outer, ev, 8), 1);	/* LT: still there */
+	CHECK_EQ(wait0(inner, ev, 8), 1);
+	CHECK_EQ(ev[0].data.u64, 1);
+	CHECK_EQ(ueventfd_read(efd, &v), 0);
+	CHECK_EQ(wait0(inner, ev, 8), 0);
+	CHECK_EQ(wait0(outer, ev, 8), 0);
+
+	/* pipe source */
+	CHECK_EQ(write(pfd[1], "x", 1), 1);
+	CHECK_EQ(wait0(outer, ev, 8), 1);
+	CHECK_EQ(ev[0].data.u64, 100);
+	CHECK_EQ(wait0(inner, ev, 8), 1);
+	CHECK_EQ(ev[0].data.u64, 2);
+	CHECK_EQ(read(pfd[0], &c, 1), 1);
+	CHECK_EQ(wait0(outer, ev, 8), 0);
+
+	/* both sources, and the outer also holds the ueventfd directly */
+	CHECK_EQ(add(uepoll_ctl, outer, efd, EPOLLIN, 3), 0);
+	CHECK_EQ(ueventfd_write(efd, 2), 0);
+	CHECK_EQ(write(pfd[1], "y", 1), 1);
+	CHECK_EQ(wait0(outer, ev, 8), 2);
+	t_sort_events(ev, 2);
+	CHECK_EQ(ev[0].data.u64, 3);
+	CHECK_EQ(ev[1].data.u64, 100);
+	CHECK_EQ(wait0(inner, ev, 8), 2);
+	t_sort_events(ev, 2);
+	CHECK_EQ(ev[0].data.u64, 1);
+	CHECK_EQ(ev[1].data.u64, 2);
+	CHECK_EQ(ueventfd_read(efd, &v), 0);
+	CHECK_EQ(read(pfd[0], &c, 1), 1);
+	CHECK_EQ(wait0(outer, ev, 8), 0);
+
+	/* ONESHOT in the inner: once consumed, the outer no longer reports it */
+	CHECK_EQ(uepoll_ctl(inner, EPOLL_CTL_MOD, efd,
+			    &(struct epoll_event){ EPOLLIN | EPOLLONESHOT, { .u64 = 1 } }), 0);
+	CHECK_EQ(uepoll_ctl(outer, EPOLL_CTL_DEL, efd, NULL), 0);
+	CHECK_EQ(ueventfd_write(efd, 1), 0);
+	CHECK_EQ(wait0(outer, ev, 8), 1);
+	CHECK_EQ(wait0(inner, ev, 8), 1);
+	CHECK_EQ(wait0(outer, ev, 8), 0);
+
+	/* two levels: outer2 -> outer -> inner */
+	{
+		int outer2 = uepoll_create1(0);
+
+		REQUIRE(outer2 >= 0);
+		CHECK_EQ(add(uepoll_ctl, outer2, outer, EPOLLIN, 200), 0);
+		CHECK_EQ(wait0(outer2, ev, 8), 0);
+		CHECK_EQ(write(pfd[1], "z", 1), 1);
+		CHECK_EQ(wait0(outer2, ev, 8), 1);
+		CHECK_EQ(ev[0].data.u64, 200);
+		CHECK_EQ(read(pfd[0], &c, 1), 1);
+		CHECK_EQ(wait0(outer2, ev, 8), 0);
+		CHECK_EQ(uepoll_ctl(inner, EPOLL_CTL_MOD, efd,
+				    &(struct epoll_event){ EPOLLIN, { .u64 = 1 } }), 0);
+		CHECK_EQ(wait0(outer2, ev, 8), 1);	/* efd still has 1 */
+		CHECK_EQ(ueventfd_read(efd, &v), 0);
+		CHECK_EQ(wait0(outer2, ev, 8), 0);
+		CHECK_EQ(uepoll_close(outer2), 0);
+	}
+
+	/* a kernel epoll can hold a uepoll instance too */
+	{
+		int kep = epoll_create1(0);
+
+		REQUIRE(kep >= 0);
+		CHECK_EQ(add(epoll_ctl, kep, inner, EPOLLIN, 300), 0);
+		CHECK_EQ(epoll_wait(kep, ev, 8, 0), 0);
+		CHECK_EQ(ueventfd_write(efd, 1), 0);
+		CHECK_EQ(epoll_wait(kep, ev, 8, 0), 1);
+		CHECK_EQ(ev[0].data.u64, 300);
+		CHECK_EQ(ueventfd_read(efd, &v), 0);
+		CHECK_EQ(wait0(inner, ev, 8), 0);
+		CHECK_EQ(epoll_wait(kep, ev, 8, 0), 0);
+		close(kep);
+	}
+
+	CHECK_EQ(uepoll_close(outer), 0);
+	CHECK_EQ(uepoll_close(inner), 0);
+	CHECK_EQ(uepoll_close(efd), 0);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+static void test_loops(void)
+{
+	int a = uepoll_create1(0), b = uepoll_create1(0), c = uepoll_create1(0);
+	int ka = epoll_create1(0), kb = epoll_create1(0), kc = epoll_create1(0);
+
+	REQUIRE(a >= 0 && b >= 0 && c >= 0 && ka >= 0 && kb >= 0 && kc >= 0);
+	CHECK_ERR(add(uepoll_ctl, a, a, EPOLLIN, 0), EINVAL);
+	CHECK_ERR(add(epoll_ctl, ka, ka, EPOLLIN, 0), EINVAL);
+	CHECK_EQ(add(uepoll_ctl, a, b, EPOLLIN, 0), 0);
+	CHECK_EQ(add(epoll_ctl, ka, kb, EPOLLIN, 0), 0);
+	CHECK_ERR(add(uepoll_ctl, b, a, EPOLLIN, 0), ELOOP);
+	CHECK_ERR(add(epoll_ctl, kb, ka, EPOLLIN, 0), ELOOP);
+	CHECK_EQ(add(uepoll_ctl, b, c, EPOLLIN, 0), 0);
+	CHECK_EQ(add(epoll_ctl, kb, kc, EPOLLIN, 0), 0);
+	CHECK_ERR(add(uepoll_ctl, c, a, EPOLLIN, 0), ELOOP);
+	CHECK_ERR(add(epoll_ctl, kc, ka, EPOLLIN, 0), ELOOP);
+	/* ELOOP also with events == 0 and with EPOLLET */
+	CHECK_ERR(add(uepoll_ctl, c, a, 0, 0), ELOOP);
+	CHECK_ERR(add(uepoll_ctl, c, b, EPOLLET | EPOLLIN, 0), ELOOP);
+	/* after DEL the loop is gone */
+	CHECK_EQ(uepoll_ctl(a, EPOLL_CTL_DEL, b, NULL), 0);
+	CHECK_EQ(add(uepoll_ctl, c, a, EPOLLIN, 0), 0);
+	CHECK_EQ(epoll_ctl(ka, EPOLL_CTL_DEL, kb, NULL), 0);
+	CHECK_EQ(add(epoll_ctl, kc, ka, EPOLLIN, 0), 0);
+	CHECK_EQ(uepoll_close(a), 0);
+	CHECK_EQ(uepoll_close(b), 0);
+	CHECK_EQ(uepoll_close(c), 0);
+	close(ka);
+	close(kb);
+	close(kc);
+}
+
+/*
+ * Build chains e[0] <- e[1] <- ... (e[i+1] holds e[i]) as long as the kernel
+ * lets us, in both worlds; every ADD must give the same answer, and the
+ * chain must also be refused at the same point when built top-down.
+ */
+#define CHAIN 10
+
+static void test_depth(void)
+{
+	int k[CHAIN], u[CHAIN], kf, uf, rk, ru, ek, eu;
+
+	for (int dir = 0; dir < 2; dir++) {
+		for (int i = 0; i < CHAIN; i++) {
+			k[i] = epoll_create1(0);
+			u[i] = uepoll_create1(0);
+			REQUIRE(k[i] >= 0 && u[i] >= 0);
+		}
+		/* a leaf fd at the bottom */
+		kf = eventfd(1, EFD_NONBLOCK);
+		uf = ueventfd(1, EFD_NONBLOCK);
+		REQUIRE(kf >= 0 && uf >= 0);
+		CHECK_EQ(add(epoll_ctl, k[0], kf, EPOLLIN, 0), 0);
+		CHECK_EQ(add(uepoll_ctl, u[0], uf, EPOLLIN, 0), 0);
+		for (int n = 0; n < CHAIN - 1; n++) {
+			/* bottom-up: link i = n; top-down: link from the top */
+			int i = dir == 0 ? n : CHAIN - 2 - n;
+
+			errno = 0;
+			rk = add(epoll_ctl, k[i + 1], k[i], EPOLLIN, (uint64_t)i);
+			ek = errno;
+			errno = 0;
+			ru = add(uepoll_ctl, u[i + 1], u[i], EPOLLIN, (uint64_t)i);
+			eu = errno;
+			if (rk != ru || (rk < 0 && ek != eu)) {
+				fprintf(stderr, "depth (%s) link %d: kernel %d errno %d, uepoll %d errno %d\n",
+					dir ? "top-down" : "bottom-up", i, rk,
+					ek, ru, eu);
+				t_failures++;
+			}
+		}
+		/* and the top of the deepest allowed chain reports the leaf */
+		{
+			struct epoll_event ke[2], ue[2];
+			int top = CHAIN - 1, nk, nu;
+
+			nk = epoll_wait(k[top], ke, 2, 0);
+			nu = uepoll_wait(u[top], ue, 2, 0);
+			CHECK_EQ(nu, nk);
+		}
+		for (int i = 0; i < CHAIN; i++) {
+			close(k[i]);
+			CHECK_EQ(uepoll_close(u[i]), 0);
+		}
+		close(kf);
+		CHECK_EQ(uepoll_close(uf), 0);
+	}
+
+	/* the kernel really does have a limit: make sure we hit it */
+	{
+		int ke[CHAIN], hit = 0;
+
+		for (int i = 0; i < CHAIN; i++)
+			ke[i] = epoll_create1(0);
+		for (int i = 0; i + 1 < CHAIN; i++)
+			if (add(epoll_ctl, ke[i + 1], ke[i], EPOLLIN, 0) < 0)
+				hit = 1;
+		CHECK(hit);
+		for (int i = 0; i < CHAIN; i++)
+			close(ke[i]);
+	}
+}
+
+/* Mixed chain: uepoll instance inside a kernel epoll inside a uepoll. */
+static void test_mixed(void)
+{
+	struct epoll_event ev[4];
+	int u1 = uepoll_create1(0), k = epoll_create1(0), u2 = uepoll_create1(0);
+	int efd = ueventfd(0, EFD_NONBLOCK);
+	uint64_t v;
+
+	REQUIRE(u1 >= 0 && k >= 0 && u2 >= 0 && efd >= 0);
+	CHECK_EQ(add(uepoll_ctl, u1, efd, EPOLLIN, 1), 0);
+	CHECK_EQ(add(epoll_ctl, k, u1, EPOLLIN, 2), 0);
+	CHECK_EQ(add(uepoll_ctl, u2, k, EPOLLIN, 3), 0);
+	CHECK_ERR(add(uepoll_ctl, u1, u2, EPOLLIN, 4), ELOOP);
+	CHECK_EQ(uepoll_wait(u2, ev, 4, 0), 0);
+	CHECK_EQ(ueventfd_write(efd, 5), 0);
+	CHECK_EQ(uepoll_wait(u2, ev, 4, 0), 1);
+	CHECK_EQ(ev[0].data.u64, 3);
+	CHECK_EQ(ueventfd_read(efd, &v), 0);
+	CHECK_EQ(uepoll_wait(u1, ev, 4, 0), 0);
+	CHECK_EQ(uepoll_wait(u2, ev, 4, 0), 0);
+	CHECK_EQ(uepoll_close(u2), 0);
+	close(k);
+	CHECK_EQ(uepoll_close(u1), 0);
+	CHECK_EQ(uepoll_close(efd), 0);
+}
+
+int main(void)
+{
+	t_begin("t_nesting");
+	t_watchdog(120);
+	test_inner_events();
+	test_loops();
+	test_depth();
+	test_mixed();
+	return t_end();
+}
