@@ -21,6 +21,8 @@
  *    that finds it empty (which clears it: a drain loop that reads until
  *    EAGAIN makes no system call).  Edge-triggered kernel watchers of that fd see
  *    one edge per idle->ready transition, not one per write.
+ *  - O_NONBLOCK cleared with fcntl() on a ueventfd is seen from the second
+ *    empty read after a successful one.
  *  - The fd of a uepoll instance, seen by poll()/select()/a kernel epoll or
  *    another event loop, is readable whenever uepoll_wait() would return events.
  *    After a uepoll_wait() returned the last ready event it may stay readable

@@ -17,11 +17,12 @@
  *  - A reader that consumed the kernel fd's signal stores mirror = 0 again,
  *    and any reader that leaves count > 0 re-arms, so the invariant holds
  *    for the next reader and for poll()/select()/kernel epoll on the fd.
- *  - A non-blocking read that finds the counter empty clears the mirror only
- *    when the read before it found it empty too.  The usual drain loop
- *    ("read until EAGAIN") thus costs no system call, while an outer event
- *    loop that polls the fd and reads gets at most one spurious readiness
- *    after the counter empties.
+ *  - A non-blocking read that finds the counter empty right after a
+ *    successful read answers EAGAIN without touching the mirror; the next
+ *    empty read clears it.  The usual drain loop ("read until EAGAIN")
+ *    thus costs no system call, while an outer event loop that polls the
+ *    fd and reads gets at most one spurious readiness after the counter
+ *    empties.
  * The kernel fd may therefore stay readable after the counter was emptied,
  * until the second read in a row that finds it empty.
  *
@@ -65,6 +66,7 @@ int uefd_create(unsigned int initval, int flags)
 	atomic_init(&e->nonblock, (flags & EFD_NONBLOCK) != 0);
 	atomic_init(&e->wseq, 0);
 	atomic_init(&e->wwaiters, 0);
+	atomic_init(&e->empty_reads, 1); /* no successful read yet */
 	wq_init(&e->wq);
 
 	old = fdtab_set(kfd, o, &ok);
@@ -205,13 +207,13 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			memcpy(buf, &take, sizeof(take));
 			return sizeof(take);
 		}
-		/* Empty.  With the kernel fd already clear (or this being the
-		 * first empty read in a row) and known to be non-blocking, the
-		 * answer needs no system call. */
+		/* Empty.  The first empty read after a successful one (the
+		 * end of a drain loop) on a kernel fd known to be non-blocking
+		 * answers without a system call.  Any other goes to the
+		 * kernel fd, which also tells whether O_NONBLOCK changed. */
 		if (atomic_load_explicit(&e->nonblock, memory_order_relaxed) &&
-		    (atomic_load(&e->mirror) == 0 ||
-		     atomic_fetch_add_explicit(&e->empty_reads, 1,
-					       memory_order_relaxed) == 0))
+		    atomic_fetch_add_explicit(&e->empty_reads, 1,
+					      memory_order_relaxed) == 0)
 			return -EAGAIN;
 		atomic_store(&e->mirror, 0);
 		c = atomic_load(&e->count);
@@ -219,11 +221,10 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			continue;
 		/* Sleeps here when the fd is blocking, until a writer arms. */
 		r = sys_read(e->obj.fd, &sig, sizeof(sig));
-		if (r == -EAGAIN) {
-			atomic_store_explicit(&e->nonblock, true,
-					      memory_order_relaxed);
+		atomic_store_explicit(&e->nonblock, r == -EAGAIN,
+				      memory_order_relaxed);
+		if (r == -EAGAIN)
 			return r;
-		}
 		if (r < 0)
 			return r;
 		/* We consumed the kernel fd's signal: it is clear again. */

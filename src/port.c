@@ -201,6 +201,12 @@ bool port_item_signal(struct item *it, uint32_t key)
 		}
 	}
 	port__kick_edge(p);
+	/* A held instance must not stay readable for an event that did not
+	 * make the item ready (a write of 0): its holder's kernel epoll polls
+	 * it, and would otherwise report it (and disarm EPOLLONESHOT). */
+	if (atomic_load_explicit(&p->watched, memory_order_relaxed) &&
+	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
+		port_revalidate(p);
 	return ewake;
 }
 
@@ -569,6 +575,11 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max)
 	 * while the doorbell may be pending in the kernel epoll, the kernel
 	 * goes first with the whole batch, so that the slot the doorbell takes
 	 * is one the ready queue can fill instead of a displaced kernel event. */
+	/* A doorbell with nothing ready behind it would only take a slot of
+	 * the kernel's batch: clear it first (a system call, but this wait
+	 * makes one anyway). */
+	if (kernel && atomic_load(&p->db_set) && !rq_prune(&p->rq))
+		port__clear_db(p);
 	kfirst = kernel && (atomic_load(&p->db_set) ||
 			    (atomic_fetch_add_explicit(&p->flip, 1,
 						       memory_order_relaxed) & 1));
@@ -702,8 +713,10 @@ void port_drop_source(struct wq *q)
 		if (it)
 			wq_unlink(q, it);
 		pthread_mutex_unlock(&q->lock);
-		if (it)
+		if (it) {
 			port__free_item(p, it);
+			port_revalidate(p);
+		}
 		pthread_mutex_unlock(&p->mtx);
 		uobj_put(&p->obj);
 	}

@@ -6,6 +6,7 @@
  *    it does not crash; that thread returns on its timeout or when woken
  *  - closing an instance nested in another removes it from the outer
  *  - uepoll_close() of a kernel fd closes it; double close gives EBADF
+ *  - a plain close() is reclaimed when the number is reused (uepoll.h)
  */
 #include "testlib.h"
 
@@ -233,6 +234,65 @@ static void test_close_kernel_and_double(void)
 	CHECK_ERR(uepoll_close(1 << 20), EBADF);
 }
 
+/*
+ * uepoll.h: a plain close() of a ueventfd or instance leaks the userspace
+ * object until the number is reused by ueventfd()/uepoll_create1(), which
+ * reclaims it.  After the reclaim the new object must be fresh, the old one
+ * gone from every instance, and nothing leaked (t_end counts fds).
+ */
+static void test_plain_close_reclaim(void)
+{
+	struct epoll_event ev[4];
+	int ep = uepoll_create1(0), efd = ueventfd(5, 0), again;
+	uint64_t v;
+
+	REQUIRE(ep >= 0 && efd >= 0);
+	CHECK_EQ(add(uepoll_ctl, ep, efd, 1), 0);
+	CHECK_EQ(uepoll_wait(ep, ev, 4, 0), 1);
+	CHECK_EQ(close(efd), 0);	/* not uepoll_close */
+	again = ueventfd(0, EFD_NONBLOCK);
+	REQUIRE(again >= 0);
+	if (again == efd) {
+		/* fresh counter, and the old registration is gone */
+		CHECK_ERR(ueventfd_read(again, &v), EAGAIN);
+		CHECK_EQ(uepoll_wait(ep, ev, 4, 0), 0);
+		CHECK_ERR(uepoll_ctl(ep, EPOLL_CTL_DEL, again, NULL), ENOENT);
+		CHECK_EQ(add(uepoll_ctl, ep, again, 2), 0);
+		CHECK_EQ(ueventfd_write(again, 1), 0);
+		CHECK_EQ(uepoll_wait(ep, ev, 4, 0), 1);
+		CHECK_EQ(ev[0].data.u64, 2);
+	} else {
+		printf("note: fd number not reused, reclaim not exercised\n");
+	}
+	CHECK_EQ(uepoll_close(again), 0);
+
+	/* the same for an instance: its doorbell must not leak either */
+	{
+		int old = uepoll_create1(0), e2 = ueventfd(1, 0), fresh;
+
+		REQUIRE(old >= 0 && e2 >= 0);
+		CHECK_EQ(add(uepoll_ctl, old, e2, 3), 0);
+		CHECK_EQ(close(old), 0);
+		fresh = uepoll_create1(0);
+		REQUIRE(fresh >= 0);
+		if (fresh == old) {
+			CHECK_EQ(uepoll_wait(fresh, ev, 4, 0), 0);
+			CHECK_ERR(uepoll_ctl(fresh, EPOLL_CTL_DEL, e2, NULL), ENOENT);
+			CHECK_EQ(add(uepoll_ctl, fresh, e2, 4), 0);
+			CHECK_EQ(uepoll_wait(fresh, ev, 4, 0), 1);
+			CHECK_EQ(ev[0].data.u64, 4);
+		} else {
+			printf("note: instance fd number not reused, reclaim not exercised\n");
+		}
+		CHECK_EQ(uepoll_close(fresh), 0);
+		/* the ueventfd still works on its own */
+		CHECK_EQ(ueventfd_read(e2, &v), 0);
+		CHECK_EQ(v, 1);
+		CHECK_EQ(uepoll_close(e2), 0);
+	}
+	CHECK_EQ(uepoll_close(ep), 0);
+}
+
 int main(void)
 {
 	t_begin("t_close_while");
@@ -242,5 +302,6 @@ int main(void)
 	test_close_member_while_waiting();
 	test_close_nested();
 	test_close_kernel_and_double();
+	test_plain_close_reclaim();
 	return t_end();
 }

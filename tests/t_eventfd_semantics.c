@@ -311,6 +311,43 @@ static void test_blocking(void)
 	CHECK_EQ(uepoll_close(fd), 0);
 }
 
+/* O_NONBLOCK switched with fcntl() is honoured (uepoll.h: by the next read
+ * that would sleep or write that finds the counter full). */
+static void test_fcntl_nonblock(void)
+{
+	struct wake_arg a;
+	pthread_t th;
+	uint64_t v;
+	int fd, k;
+
+	fd = ueventfd(0, 0);
+	k = eventfd(0, 0);
+	REQUIRE(fd >= 0 && k >= 0);
+	CHECK_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	CHECK_EQ(fcntl(k, F_SETFL, fcntl(k, F_GETFL) | O_NONBLOCK), 0);
+	CHECK_ERR(read(k, &v, sizeof(v)), EAGAIN);
+	CHECK_ERR(uepoll_read(fd, &v, sizeof(v)), EAGAIN);
+	CHECK_EQ(ueventfd_write(fd, EFD_MAX), 0);
+	CHECK_ERR(ueventfd_write(fd, 1), EAGAIN);
+	CHECK_EQ(uepoll_close(fd), 0);
+	close(k);
+
+	/* and the other way: a nonblocking one made blocking */
+	fd = ueventfd(0, EFD_NONBLOCK);
+	REQUIRE(fd >= 0);
+	CHECK_EQ(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+	memset(&a, 0, sizeof(a));
+	a.fd = fd;
+	REQUIRE(pthread_create(&th, NULL, reader, &a) == 0);
+	CHECK(wait_started(&a));
+	CHECK_EQ(a.ret, 0);	/* blocked, not EAGAIN */
+	CHECK_EQ(ueventfd_write(fd, 4), 0);
+	REQUIRE(join_within(th, 10000));
+	CHECK_EQ(a.ret, 8);
+	CHECK_EQ(a.val, 4);
+	CHECK_EQ(uepoll_close(fd), 0);
+}
+
 static void on_usr1(int sig)
 {
 	(void)sig;
@@ -387,6 +424,7 @@ int main(void)
 	test_helpers();
 	test_flags();
 	test_blocking();
+	test_fcntl_nonblock();
 	test_eintr();
 	test_passthrough();
 	return t_end();

@@ -1,9 +1,10 @@
 /*
  * t_wait_errors: errno of uepoll_wait/pwait/pwait2 and uepoll_create/create1
- * for bad arguments, each compared with the kernel's answer.
+ * for bad arguments, each compared with the kernel's answer; EPOLL_CLOEXEC.
  */
 #include "testlib.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 /*
@@ -118,6 +119,20 @@ int main(void)
 	SAME(epoll_create(1), uepoll_create(1));
 	SAME(epoll_create(100000), uepoll_create(100000));
 	SAME(epoll_create1(EPOLL_CLOEXEC), uepoll_create1(EPOLL_CLOEXEC));
+
+	/* EPOLL_CLOEXEC shows in F_GETFD, and only when asked for */
+	{
+		int a = uepoll_create1(EPOLL_CLOEXEC), b = uepoll_create1(0);
+		int c = uepoll_create(1);
+
+		REQUIRE(a >= 0 && b >= 0 && c >= 0);
+		CHECK(fcntl(a, F_GETFD) & FD_CLOEXEC);
+		CHECK(!(fcntl(b, F_GETFD) & FD_CLOEXEC));
+		CHECK(!(fcntl(c, F_GETFD) & FD_CLOEXEC));
+		CHECK_EQ(uepoll_close(a), 0);
+		CHECK_EQ(uepoll_close(b), 0);
+		CHECK_EQ(uepoll_close(c), 0);
+	}
 
 	close(kep);
 	close(kefd);
