@@ -43,14 +43,9 @@
 enum kind { K_NONE, K_EFD, K_PIPE, K_INST };
 
 /*
- * Flags in event data.  uepoll.h documents that an instance's fd may read as
- * ready once after a wait returned its last event (until a wait finds
- * nothing), and a nested instance gets one kernel edge per idle->ready
- * transition; so events of an instance watched by another instance are not
- * compared exactly.  What still must hold: a plain level-triggered watch of
- * an instance reports it whenever the kernel does (uepoll may add spurious
- * ones).  Edge-triggered and one-shot watches of instances are only checked
- * through their ctl results.
+ * Flags in event data: the target is an instance, watched level-triggered.
+ * Events of nested instances are compared exactly like all others: an
+ * instance held by another uepoll instance keeps its fd exact (port.c).
  */
 #define D_INST (1ull << 16)
 #define D_LT (1ull << 17)
@@ -538,47 +533,6 @@ static void dump_events(const char *who, struct epoll_event *ev, int n)
 	logf_("\n");
 }
 
-/*
- * Take events of instance targets out of both lists (see D_INST), checking
- * that every plain-LT instance event the kernel returned is in uepoll's list
- * too and that instances only ever report readability.
- */
-static void split_inst(struct epoll_event *ke, int *nk, struct epoll_event *ue,
-		      int *nu)
-{
-	struct epoll_event kin[MAXEV], uin[MAXEV];
-	int k = 0, u = 0, ki = 0, ui = 0;
-
-	for (int i = 0; i < *nk; i++)
-		if (ke[i].data.u64 & D_INST)
-			kin[ki++] = ke[i];
-		else
-			ke[k++] = ke[i];
-	for (int i = 0; i < *nu; i++)
-		if (ue[i].data.u64 & D_INST)
-			uin[ui++] = ue[i];
-		else
-			ue[u++] = ue[i];
-	for (int i = 0; i < ki; i++) {
-		int found = !(kin[i].data.u64 & D_LT);
-
-		for (int j = 0; !found && j < ui; j++)
-			found = uin[j].data.u64 == kin[i].data.u64 &&
-				uin[j].events == kin[i].events;
-		if (!found) {
-			logf_("  kernel reported LT instance event %#llx, uepoll did not\n",
-			      (unsigned long long)kin[i].data.u64);
-			fail("a level-triggered nested instance was not reported");
-		}
-	}
-	/* an epoll fd only ever polls as EPOLLIN | EPOLLRDNORM */
-	for (int i = 0; i < ui; i++)
-		if (uin[i].events & ~(uint32_t)(EPOLLIN | EPOLLRDNORM))
-			fail("a nested instance reported more than EPOLLIN");
-	*nk = k;
-	*nu = u;
-}
-
 static void op_wait(void)
 {
 	struct epoll_event ke[MAXEV], ue[MAXEV];
@@ -622,8 +576,6 @@ static void op_wait(void)
 		dump_events("kernel", ke, nk);
 	if (nu > 0)
 		dump_events("uepoll", ue, nu);
-	if (nk >= 0 && nu >= 0)
-		split_inst(ke, &nk, ue, &nu);
 	if (!same("wait", nk, ek, nu, eu))
 		return;
 	if (nk <= 0)
