@@ -66,6 +66,13 @@ struct port {
 };
 
 /* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_* */
+/* Signalers write db_set; waiters write the ready queue's consumer side: the
+ * two sides of the instance never share a cache line. */
+_Static_assert(offsetof(struct port, db_set) % UEPOLL_CACHELINE == 0 &&
+		       offsetof(struct port, rq) - offsetof(struct port, db_set) >=
+			       UEPOLL_CACHELINE,
+	       "producer and consumer fields of an instance on separate lines");
+
 int port_create(int flags, unsigned int uflags);
 int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev);
 /* deadline: -1 blocks, 0 polls, else an absolute CLOCK_MONOTONIC time in ns. */

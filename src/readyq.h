@@ -59,6 +59,14 @@ struct readyq {
 	char pad_[UEPOLL_CACHELINE - sizeof(struct cds_wfcq_tail)];
 };
 
+/* Producers exchange the tail, consumers take the head: never one line. */
+_Static_assert(offsetof(struct readyq, wtail) - offsetof(struct readyq, whead) >=
+		       UEPOLL_CACHELINE,
+	       "queue head and tail must sit on separate cache lines");
+_Static_assert(offsetof(struct readyq, whead) - offsetof(struct readyq, txbusy) >=
+		       sizeof(bool),
+	       "consumer-private fields come before the shared head");
+
 void rq_init(struct readyq *q, int kind);
 /* Frees the items still queued (all are ITEM_DEAD by then). */
 void rq_destroy(struct readyq *q);
