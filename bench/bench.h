@@ -34,6 +34,8 @@ struct sys {
 	enum sys_id id;
 	const char *name;
 	int (*create)(int flags);
+	/* uepoll_create2 (uepoll's own options); NULL for the kernel. */
+	int (*create2)(int flags, unsigned int uflags);
 	int (*ctl)(int epfd, int op, int fd, struct epoll_event *ev);
 	int (*wait)(int epfd, struct epoll_event *evs, int max, int timeout);
 	int (*efd)(unsigned int initval, int flags);
@@ -43,6 +45,10 @@ struct sys {
 };
 
 const struct sys *sys_get(enum sys_id id);
+struct bcase;
+/* A new instance for case c: create2(EPOLL_CLOEXEC, c->uflags) when the case
+ * has uepoll options, else create(EPOLL_CLOEXEC). */
+int sys_create(const struct sys *s, const struct bcase *c);
 
 /* An event source: an eventfd of the system (ueventfd for uepoll) or a pipe
  * (a kernel fd for both systems).  The read side is nonblocking. */
@@ -119,8 +125,12 @@ void metrics_init(struct metrics *m);
 struct bcase {
 	char variant[48];
 	enum src_kind src;
-	uint32_t flags; /* scenario-specific (e.g. epoll flags) */
+	uint32_t flags;  /* scenario-specific (e.g. epoll flags) */
+	uint32_t uflags; /* uepoll_create2() options (uepoll rows only) */
 	unsigned systems;
+	/* The kernel variant the uepoll/kernel ratio compares with; empty:
+	 * the same variant. */
+	char pair[48];
 };
 
 #define MAX_CASES 16
@@ -162,7 +172,9 @@ void meas_end(const struct meas *me, struct metrics *m);
 /* Fail the current rep (records the message; the child exits non-zero). */
 void fail(struct metrics *m, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-/* Fatal setup error in the child: print and exit. */
+/* In a rep's child: where die() and the watchdog send their message. */
+extern int result_fd;
+/* Fatal error in the child: print, report it as the rep's failure, exit. */
 _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Watchdog: a progress counter and its target, printed if the rep hangs. */
@@ -172,6 +184,9 @@ extern const char *wd_what;
 void watchdog_arm(unsigned seconds, const char *what);
 
 int thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+/* Pin the calling thread to the n-th CPU it may run on (mod their count);
+ * returns the CPU count available. */
+int pin_self(int n);
 void thread_join(pthread_t t);
 
 /* ---- statistics (stats.c) ------------------------------------------------ */

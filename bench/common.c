@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -36,19 +37,33 @@ static int k_efd(unsigned int initval, int flags)
 }
 
 static const struct sys systems[SYS_COUNT] = {
-	[SYS_KERNEL] = { SYS_KERNEL, "kernel", k_create, epoll_ctl, k_wait,
-			 k_efd, read, write, close },
-	[SYS_UEPOLL] = { SYS_UEPOLL, "uepoll", uepoll_create1, uepoll_ctl,
-			 uepoll_wait, ueventfd, uepoll_read, uepoll_write,
-			 uepoll_close },
+	[SYS_KERNEL] = { SYS_KERNEL, "kernel", k_create, NULL, epoll_ctl,
+			 k_wait, k_efd, read, write, close },
+	[SYS_UEPOLL] = { SYS_UEPOLL, "uepoll", uepoll_create1, uepoll_create2,
+			 uepoll_ctl, uepoll_wait, ueventfd, uepoll_read,
+			 uepoll_write, uepoll_close },
 	/* The floor in pingpong: a bare futex, no fds at all. */
 	[SYS_FUTEX] = { SYS_FUTEX, "futex", NULL, NULL, NULL, NULL, NULL, NULL,
-			NULL },
+			NULL, NULL },
 };
 
 const struct sys *sys_get(enum sys_id id)
 {
 	return &systems[id];
+}
+
+int sys_create(const struct sys *s, const struct bcase *c)
+{
+	int ep;
+
+	if (c->uflags && s->create2)
+		ep = s->create2(EPOLL_CLOEXEC, c->uflags);
+	else
+		ep = s->create(EPOLL_CLOEXEC);
+	if (ep < 0)
+		die("%s: create (uflags 0x%x): %s", s->name, c->uflags,
+		    strerror(errno));
+	return ep;
 }
 
 /* ---- sources ------------------------------------------------------------ */
@@ -274,6 +289,34 @@ void fail(struct metrics *m, const char *fmt, ...)
 	va_end(ap);
 }
 
+int result_fd = -1;
+
+/* Sends a failed rep's metrics with msg (async-signal-safe). */
+static void send_failure(const char *msg)
+{
+	static struct metrics m;
+	const char *b = (const char *)&m;
+	size_t left = sizeof(m), i;
+
+	if (result_fd < 0)
+		return;
+	for (i = 0; i < M_COUNT; i++)
+		m.v[i] = NAN;
+	m.failed = 1;
+	for (i = 0; msg[i] && i < sizeof(m.msg) - 1; i++)
+		m.msg[i] = msg[i];
+	m.msg[i] = 0;
+	while (left) {
+		ssize_t w = write(result_fd, b, left);
+
+		if (w <= 0)
+			return;
+		b += w;
+		left -= (size_t)w;
+	}
+	result_fd = -1;
+}
+
 void die(const char *fmt, ...)
 {
 	char buf[512];
@@ -284,6 +327,7 @@ void die(const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "uepoll-bench: error: %s\n", buf);
 	fflush(stderr);
+	send_failure(buf);
 	_exit(2);
 }
 
@@ -306,8 +350,13 @@ static void wd_fire(int sig)
 		     wd_what, wd_seconds,
 		     (unsigned long long)atomic_load(&wd_done),
 		     (unsigned long long)wd_target);
-	if (n > 0)
+	if (n >= (int)sizeof(buf))
+		n = (int)sizeof(buf) - 1;
+	if (n > 0) {
 		(void)!write(STDERR_FILENO, buf, (size_t)n);
+		buf[n - 1] = 0;
+		send_failure(buf + strlen("uepoll-bench: "));
+	}
 	_exit(3);
 }
 
@@ -334,4 +383,36 @@ void thread_join(pthread_t t)
 
 	if (e)
 		die("pthread_join: %s", strerror(e));
+}
+
+int pin_self(int n)
+{
+	/* The CPUs the process may use, captured before the first pin (a
+	 * thread started after it inherits the pinned mask). */
+	static cpu_set_t all;
+	static int count = -1;
+	cpu_set_t one;
+	int k = 0;
+
+	if (count < 0) {
+		if (sched_getaffinity(0, sizeof(all), &all) < 0)
+			die("sched_getaffinity: %s", strerror(errno));
+		count = CPU_COUNT(&all);
+	}
+	if (count < 1)
+		return 0;
+	n %= count;
+	for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &all))
+			continue;
+		if (k++ == n) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			if (pthread_setaffinity_np(pthread_self(), sizeof(one),
+						   &one))
+				die("pthread_setaffinity_np failed");
+			break;
+		}
+	}
+	return count;
 }

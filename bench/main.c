@@ -40,7 +40,7 @@ static void usage(FILE *f)
 	      "  --reps N      repetitions per row (default: per scenario)\n"
 	      "  --set K=V     override a scenario parameter (e.g. --set "
 	      "W=50)\n"
-	      "  --timeout S   watchdog limit per rep (default 300, quick 60)\n"
+	      "  --timeout S   watchdog limit per rep (default 120, quick 60)\n"
 	      "Exit status: 0 all correct, 1 a rep lost/duplicated events or "
 	      "hung, 2 usage.\n",
 	      f);
@@ -171,6 +171,25 @@ int main(int argc, char **argv)
 		for (int i = 0; i < NSCEN; i++)
 			sel[nsel++] = scenarios[i];
 
+	for (int i = 0; i < o.nover; i++) {
+		bool known = false;
+
+		for (int k = 0; k < nsel && !known; k++) {
+			struct params p = { 0 };
+			int reps;
+
+			sel[k]->size(o.quick, &p, &reps);
+			for (int j = 0; j < p.n; j++)
+				if (!strcmp(p.name[j], o.over[i].name))
+					known = true;
+		}
+		if (!known) {
+			fprintf(stderr, "uepoll-bench: --set %s: no selected "
+					"scenario has that parameter\n",
+				o.over[i].name);
+			return 2;
+		}
+	}
 	raise_nofile();
 	machine_get(&mc);
 	fprintf(stderr, "uepoll-bench: %s suite, %d scenario(s); %s, %s, "
@@ -185,11 +204,11 @@ int main(int argc, char **argv)
 		report_table(stdout, sel[i], rows, nrows);
 	fflush(stdout);
 
-	if (json && report_json(json, &mc, rows, nrows, o.quick) == 0)
-		fprintf(stderr, "uepoll-bench: wrote %s\n", json);
 	if (report && report_dir(report, &mc, sel, nsel, rows, nrows, o.quick,
 				 cmdline) == 0)
 		fprintf(stderr, "uepoll-bench: wrote %s/report.md\n", report);
+	if (json && report_json(json, &mc, rows, nrows, o.quick) == 0)
+		fprintf(stderr, "uepoll-bench: wrote %s\n", json);
 
 	if (nfail) {
 		fprintf(stderr, "uepoll-bench: %d rep(s) FAILED their "

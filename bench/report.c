@@ -75,7 +75,8 @@ double row_ratio(const struct row *rows, int nrows, const struct row *r)
 		const struct row *k = &rows[i];
 
 		if (k->sc == r->sc && k->sys->id == SYS_KERNEL &&
-		    !strcmp(k->c.variant, r->c.variant)) {
+		    !strcmp(k->c.variant,
+			    r->c.pair[0] ? r->c.pair : r->c.variant)) {
 			if (isnan(k->med[h]) || isnan(r->med[h]) ||
 			    k->med[h] == 0)
 				return NAN;
@@ -334,7 +335,7 @@ static int chart(const char *dir, const char *term, const struct scenario *sc,
 	if (!f)
 		return -1;
 	fprintf(f,
-		"set terminal %s size 960,540 noenhanced\n"
+		"set terminal %s size 1100,600 noenhanced\n"
 		"set output '%s.png'\n"
 		"set title '%s: %s (median; bars: min-max over reps; "
 		"%s is better)'\n"
@@ -344,7 +345,7 @@ static int chart(const char *dir, const char *term, const struct scenario *sc,
 		"set xtics rotate by -30 nomirror\n"
 		"set grid ytics\n"
 		"set ylabel '%s'\n"
-		"set bmargin 8\nset rmargin 10\n"
+		"set bmargin 10\nset rmargin 22\n"
 		"plot '%s.dat' using 0:2:5:xtic(1) with boxes "
 		"lc rgb variable notitle, \\\n"
 		"     '' using 0:2:3:4 with yerrorbars lc rgb 'black' pt 0 "
@@ -364,6 +365,28 @@ static int chart(const char *dir, const char *term, const struct scenario *sc,
 	return 0;
 }
 
+/* mkdir -p */
+static int mkdir_p(const char *dir)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path))
+		return -1;
+	memcpy(path, dir, n + 1);
+	for (char *c = path + 1; *c; c++) {
+		if (*c != '/')
+			continue;
+		*c = 0;
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -1;
+		*c = '/';
+	}
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
 int report_dir(const char *dir, const struct machine *mc,
 	       const struct scenario *const *scs, int nsc,
 	       const struct row *rows, int nrows, bool quick,
@@ -373,7 +396,7 @@ int report_dir(const char *dir, const struct machine *mc,
 	const char *term;
 	FILE *f;
 
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+	if (mkdir_p(dir) < 0) {
 		fprintf(stderr, "uepoll-bench: mkdir %s: %s\n", dir,
 			strerror(errno));
 		return -1;

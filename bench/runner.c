@@ -2,9 +2,9 @@
 /*
  * runner.c - runs every rep of every row in a forked child.
  *
- * Order: for each scenario, for each variant, for each rep, each system in
- * turn (kernel, uepoll, ...; the order flips on every other rep), so that
- * machine noise hits all systems alike.  The child arms a watchdog, runs the
+ * Order: for each scenario, for each rep, every row (variant x system) in
+ * turn, kernel and uepoll rows of a variant next to each other; the order
+ * flips on every other rep.  So machine noise hits all systems alike.  The child arms a watchdog, runs the
  * row once, and sends its metrics back through a pipe; the exit status says
  * whether the rep passed its correctness checks.
  */
@@ -30,10 +30,12 @@ static void child(int wfd, const struct scenario *sc, const struct sys *s,
 	snprintf(what, sizeof(what), "%s %s %s", sc->name, s->name,
 		 c->variant);
 	signal(SIGPIPE, SIG_IGN);
+	result_fd = wfd;
 	watchdog_arm(timeout_s, what);
 	metrics_init(&m);
 	sc->run(s, c, p, &m);
 	alarm(0);
+	result_fd = -1;
 	b = (const char *)&m;
 	left = sizeof(m);
 	while (left) {
@@ -144,7 +146,8 @@ int run_suite(const struct scenario *const *scs, int nsc,
 			reps = o->reps;
 		if (reps > MAX_REPS)
 			reps = MAX_REPS;
-		timeout_s = o->timeout_s ? o->timeout_s : o->quick ? 60 : 300;
+		timeout_s = o->timeout_s ? o->timeout_s : o->quick ? 60 : 120;
+		memset(cases, 0, sizeof(cases));
 		ncases = sc->cases(cases, MAX_CASES);
 
 		/* One row per (variant, system). */
@@ -165,55 +168,44 @@ int run_suite(const struct scenario *const *scs, int nsc,
 			}
 		}
 
-		for (int ci = 0; ci < ncases; ci++) {
-			struct row *mine[SYS_COUNT];
-			int nm = 0;
+		/* Rep by rep, every row of the scenario in turn; the order
+		 * flips on every other rep (kernel, uepoll / uepoll, kernel). */
+		for (int rep = 0; rep < reps; rep++) {
+			int nr = nrows - first;
 
-			for (int i = first; i < nrows; i++)
-				if (!strcmp(rows[i].c.variant,
-					    cases[ci].variant))
-					mine[nm++] = &rows[i];
-			for (int rep = 0; rep < reps; rep++) {
-				for (int k = 0; k < nm; k++) {
-					/* kernel, uepoll / uepoll, kernel */
-					struct row *r = rep % 2
-						? mine[nm - 1 - k] : mine[k];
-					struct metrics m;
-					uint64_t t0 = now_ns();
-					char hv[32];
-					int ok;
+			for (int k = 0; k < nr; k++) {
+				struct row *r = &rows[first +
+						      (rep % 2 ? nr - 1 - k : k)];
+				struct metrics m;
+				uint64_t t0 = now_ns();
+				char hv[32];
+				int ok;
 
+				fprintf(stderr,
+					"[%s rep %d/%d, row %d/%d] %-26s %-7s ...",
+					sc->name, rep + 1, reps, k + 1, nr,
+					r->c.variant, r->sys->name);
+				fflush(stderr);
+				ok = run_rep(sc, r->sys, &r->c, &r->p, timeout_s,
+					     &m) == 0;
+				for (int mm = 0; mm < M_COUNT; mm++)
+					r->rep[r->nreps][mm] = m.v[mm];
+				r->nreps++;
+				fmt_metric(hv, sizeof(hv), sc->headline,
+					   m.v[sc->headline]);
+				if (ok) {
+					fprintf(stderr, " %s=%s (%.2f s)\n",
+						metric_info[sc->headline].name,
+						hv,
+						(double)(now_ns() - t0) / 1e9);
+				} else {
+					r->failed = 1;
+					(*nfail)++;
 					fprintf(stderr,
-						"[%s %d/%d] %-22s %-7s rep %d/%d ...",
-						sc->name, ci + 1, ncases,
-						r->c.variant, r->sys->name,
-						rep + 1, reps);
-					fflush(stderr);
-					ok = run_rep(sc, r->sys, &r->c, &r->p,
-						     timeout_s, &m) == 0;
-					for (int mm = 0; mm < M_COUNT; mm++)
-						r->rep[r->nreps][mm] = m.v[mm];
-					r->nreps++;
-					fmt_metric(hv, sizeof(hv), sc->headline,
-						   m.v[sc->headline]);
-					if (ok) {
-						fprintf(stderr,
-							" %s=%s (%.2f s)\n",
-							metric_info[sc->headline]
-								.name,
-							hv,
-							(double)(now_ns() - t0) /
-								1e9);
-					} else {
-						r->failed = 1;
-						(*nfail)++;
-						fprintf(stderr,
-							" FAILED\nuepoll-bench: FAIL: %s "
-							"%s %s rep %d: %s\n",
-							sc->name, r->sys->name,
-							r->c.variant, rep + 1,
-							m.msg);
-					}
+						" FAILED\nuepoll-bench: FAIL: %s %s "
+						"%s rep %d: %s\n",
+						sc->name, r->sys->name,
+						r->c.variant, rep + 1, m.msg);
 				}
 			}
 		}

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * oneshot-mt - proposal 001 (ready list on a wait-free queue, Wong and
+ * Desnoyers 2013), like `eponeshotmt -t 4 -w 4 -f 10`.
+ *
+ * One instance; F eventfds registered EPOLLIN|EPOLLONESHOT.  P producer
+ * threads write 1 to the sources round robin, nonstop, until the waiters have
+ * handled C events; T waiter threads call wait(maxevents=1), read the source
+ * (nonblocking, the whole counter) and re-arm it with EPOLL_CTL_MOD.  After
+ * the producers stop, the waiters must collect every write: the sum of the
+ * values read equals the number of writes, exactly.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uepoll.h>
+
+struct osm;
+
+struct os_thread {
+	struct osm *o;
+	pthread_t t;
+	int id;
+	uint64_t count; /* producer: writes; waiter: events handled */
+	uint64_t empty;
+	uint64_t cpu_ns;
+};
+
+struct osm {
+	const struct sys *s;
+	int ep, F;
+	struct src *src;
+	int stopfd;
+	uint64_t C;
+	_Atomic int go, stop, started;
+	_Atomic uint64_t handled, consumed;
+};
+
+static void os_size(bool quick, struct params *p, int *reps)
+{
+	params_set(p, "P", 4);
+	params_set(p, "T", 4);
+	params_set(p, "F", 10);
+	params_set(p, "C", quick ? 20000 : 500000);
+	*reps = quick ? 1 : 5;
+}
+
+/* One line per variant.  The uepoll-only rows pick the ready queue (proposal
+ * 001's wait-free queue is uepoll's default; the locked list is the
+ * kernel's design) and compare with the kernel row. */
+static const struct os_variant {
+	const char *name;
+	uint32_t uflags;
+	unsigned systems;
+} os_variants[] = {
+	{ "efd/oneshot", 0, SYSM_KU },
+	{ "efd/oneshot/readyq=wfcq", UEPOLL_READYQ_WFCQ, SYSM(SYS_UEPOLL) },
+	{ "efd/oneshot/readyq=locked", UEPOLL_READYQ_LOCKED, SYSM(SYS_UEPOLL) },
+};
+
+static int os_cases(struct bcase *out, int max)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(os_variants) / sizeof(os_variants[0]) &&
+			   n < max;
+	     i++, n++) {
+		memset(&out[n], 0, sizeof(out[n]));
+		snprintf(out[n].variant, sizeof(out[n].variant), "%s",
+			 os_variants[i].name);
+		out[n].src = SRC_EFD;
+		out[n].uflags = os_variants[i].uflags;
+		out[n].systems = os_variants[i].systems;
+		snprintf(out[n].pair, sizeof(out[n].pair), "efd/oneshot");
+	}
+	return n;
+}
+
+static void *os_producer(void *arg)
+{
+	struct os_thread *t = arg;
+	struct osm *o = t->o;
+	uint64_t c0;
+	int i = t->id;
+
+	atomic_fetch_add(&o->started, 1);
+	while (!atomic_load(&o->go))
+		sleep_us(50);
+	c0 = thread_cpu_ns();
+	while (!atomic_load_explicit(&o->stop, memory_order_relaxed)) {
+		src_signal(o->s, &o->src[i]);
+		t->count++;
+		if (++i == o->F)
+			i = 0;
+	}
+	t->cpu_ns = thread_cpu_ns() - c0;
+	return NULL;
+}
+
+static void *os_waiter(void *arg)
+{
+	struct os_thread *t = arg;
+	struct osm *o = t->o;
+	const struct sys *s = o->s;
+	uint64_t c0 = thread_cpu_ns();
+
+	atomic_fetch_add(&o->started, 1);
+	for (;;) {
+		struct epoll_event ev;
+		uint64_t v, idx;
+		int n = s->wait(o->ep, &ev, 1, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("%s: wait: %s", s->name, strerror(errno));
+		}
+		if (n != 1)
+			die("%s: wait(-1) returned %d", s->name, n);
+		idx = ev.data.u64;
+		if (idx == (uint64_t)o->F)
+			break; /* stop (level-triggered: everyone sees it) */
+		if (idx > (uint64_t)o->F)
+			die("%s: wait returned unknown data %llu", s->name,
+			    (unsigned long long)idx);
+		v = src_read_one(s, &o->src[idx]);
+		if (v)
+			atomic_fetch_add(&o->consumed, v);
+		else
+			t->empty++;
+		t->count++;
+		if (atomic_fetch_add(&o->handled, 1) + 1 == o->C)
+			atomic_store(&o->stop, 1);
+		atomic_fetch_add_explicit(&wd_done, 1, memory_order_relaxed);
+		ev.events = EPOLLIN | EPOLLONESHOT;
+		ev.data.u64 = idx;
+		if (s->ctl(o->ep, EPOLL_CTL_MOD, o->src[idx].rfd, &ev) < 0)
+			die("%s: ctl mod: %s", s->name, strerror(errno));
+	}
+	t->cpu_ns = thread_cpu_ns() - c0;
+	return NULL;
+}
+
+static void os_run(const struct sys *s, const struct bcase *c,
+		   const struct params *p, struct metrics *m)
+{
+	int P = (int)params_get(p, "P"), T = (int)params_get(p, "T");
+	struct osm o = { 0 };
+	struct os_thread *th;
+	struct epoll_event ev;
+	struct meas me;
+	uint64_t writes = 0, handled = 0, empty = 0, cons_cpu = 0,
+		 prod_cpu = 0, consumed, leftover = 0, deadline, one = 1;
+	uint64_t *per;
+
+	o.s = s;
+	o.F = (int)params_get(p, "F");
+	o.C = (uint64_t)params_get(p, "C");
+	wd_target = o.C;
+	o.src = calloc((size_t)o.F, sizeof(*o.src));
+	th = calloc((size_t)(P + T), sizeof(*th));
+	per = calloc((size_t)T, sizeof(*per));
+	if (!o.src || !th || !per)
+		die("out of memory");
+	o.ep = sys_create(s, c);
+	for (int i = 0; i < o.F; i++) {
+		src_open(s, c->src, &o.src[i]);
+		ev.events = EPOLLIN | EPOLLONESHOT;
+		ev.data.u64 = (uint64_t)i;
+		if (s->ctl(o.ep, EPOLL_CTL_ADD, o.src[i].rfd, &ev) < 0)
+			die("%s: ctl add: %s", s->name, strerror(errno));
+	}
+	o.stopfd = s->efd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (o.stopfd < 0)
+		die("%s: eventfd: %s", s->name, strerror(errno));
+	ev.events = EPOLLIN;
+	ev.data.u64 = (uint64_t)o.F;
+	if (s->ctl(o.ep, EPOLL_CTL_ADD, o.stopfd, &ev) < 0)
+		die("%s: ctl add stop: %s", s->name, strerror(errno));
+
+	for (int i = 0; i < P + T; i++) {
+		th[i].o = &o;
+		th[i].id = i < P ? i % o.F : i - P;
+		thread_start(&th[i].t, i < P ? os_producer : os_waiter, &th[i]);
+	}
+	while (atomic_load(&o.started) < P + T)
+		sleep_us(100);
+	sleep_us(10000);
+
+	meas_begin(&me);
+	atomic_store(&o.go, 1);
+	for (int i = 0; i < P; i++) {
+		thread_join(th[i].t);
+		writes += th[i].count;
+		prod_cpu += th[i].cpu_ns;
+	}
+	/* The waiters must now collect every write (generous 5 s). */
+	deadline = now_ns() + 5000000000ull;
+	while (atomic_load(&o.consumed) < writes && now_ns() < deadline)
+		sleep_us(100);
+	meas_end(&me, m);
+	if (s->write(o.stopfd, &one, sizeof(one)) != sizeof(one))
+		die("%s: write stop: %s", s->name, strerror(errno));
+	for (int i = P; i < P + T; i++) {
+		thread_join(th[i].t);
+		handled += th[i].count;
+		empty += th[i].empty;
+		cons_cpu += th[i].cpu_ns;
+		per[i - P] = th[i].count;
+	}
+	consumed = atomic_load(&o.consumed);
+	for (int i = 0; i < o.F; i++)
+		leftover += src_drain(s, &o.src[i]);
+	if (consumed != writes) {
+		if (consumed + leftover == writes)
+			fail(m, "%llu of %llu writes were never delivered "
+				"(left in the sources 5 s after the producers "
+				"stopped: lost wakeups / lost re-arm)",
+			     (unsigned long long)leftover,
+			     (unsigned long long)writes);
+		else
+			fail(m, "waiters read %llu, %llu left in the sources, "
+				"producers wrote %llu (%s)",
+			     (unsigned long long)consumed,
+			     (unsigned long long)leftover,
+			     (unsigned long long)writes,
+			     consumed + leftover > writes ? "duplicated"
+							  : "lost");
+	}
+
+	m->v[M_EVENTS] = (double)handled;
+	m->v[M_EVENTS_PER_S] = (double)handled / m->v[M_WALL_S];
+	(void)empty; /* deliveries whose read found nothing: allowed */
+	m->v[M_JAIN] = stat_jain(per, T);
+	m->v[M_CPU_PROD] = 100.0 * (double)prod_cpu / 1e9 / m->v[M_WALL_S];
+	m->v[M_CPU_CONS] = 100.0 * (double)cons_cpu / 1e9 / m->v[M_WALL_S];
+
+	s->close(o.stopfd);
+	for (int i = 0; i < o.F; i++)
+		src_close(s, &o.src[i]);
+	s->close(o.ep);
+	free(o.src);
+	free(th);
+	free(per);
+}
+
+const struct scenario sc_oneshot_mt = {
+	.name = "oneshot-mt",
+	.proposal = "proposal 001, wait-free ready list (Wong/Desnoyers 2013)",
+	.what = "P producers write to F EPOLLONESHOT eventfds in one instance; "
+		"T threads wait(maxevents=1), read, re-arm; C events",
+	.headline = M_EVENTS_PER_S,
+	.size = os_size,
+	.cases = os_cases,
+	.run = os_run,
+};

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pingpong - two threads hand a token back and forth, both asleep between
+ * turns.  Thread A writes to B's eventfd and waits (epoll/uepoll instance of
+ * its own) for its eventfd; B does the mirror.  The round trip as A sees it
+ * is the latency.  The `futex` row is the floor: a bare futex word, the same
+ * hand-off with nothing else.  Both threads are pinned: to the same CPU
+ * (a wakeup is a context switch) or to two CPUs (a wakeup crosses CPUs).
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define WARMUP 200
+
+struct pp {
+	const struct sys *s;
+	struct src to_a, to_b;
+	int ep_a, ep_b;
+	long rounds; /* measured; WARMUP more before them */
+	int b_cpu;
+	uint64_t b_handled;
+	_Atomic uint32_t turn; /* futex row: 0 A's turn, 1 B's turn */
+	struct hist *h;
+};
+
+static void pp_size(bool quick, struct params *p, int *reps)
+{
+	params_set(p, "rounds", quick ? 2000 : 20000);
+	*reps = quick ? 1 : 5;
+}
+
+/* One line per variant: the channel (eventfds through the system, or the
+ * bare futex floor) and whether B runs on A's CPU or on another one. */
+static const struct pp_variant {
+	const char *name;
+	unsigned systems;
+	uint32_t cross_cpu;
+} pp_variants[] = {
+	{ "efd/same-cpu", SYSM_KU, 0 },
+	{ "efd/cross-cpu", SYSM_KU, 1 },
+	{ "futex/same-cpu", SYSM(SYS_FUTEX), 0 },
+	{ "futex/cross-cpu", SYSM(SYS_FUTEX), 1 },
+};
+
+static int pp_cases(struct bcase *out, int max)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(pp_variants) / sizeof(pp_variants[0]) &&
+			   n < max;
+	     i++, n++) {
+		snprintf(out[n].variant, sizeof(out[n].variant), "%s",
+			 pp_variants[i].name);
+		out[n].src = SRC_EFD;
+		out[n].flags = pp_variants[i].cross_cpu;
+		out[n].systems = pp_variants[i].systems;
+	}
+	return n;
+}
+
+static void pp_wait_token(const struct pp *pp, int ep, const struct src *src)
+{
+	const struct sys *s = pp->s;
+
+	for (;;) {
+		struct epoll_event ev;
+		uint64_t v;
+		/* 10 s: far beyond any hand-off; no token by then is a lost
+		 * event or a lost wakeup. */
+		int n = s->wait(ep, &ev, 1, 10000);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("%s: wait: %s", s->name, strerror(errno));
+		}
+		if (n == 0)
+			die("%s: pingpong: no token within 10 s after %llu "
+			    "round trips (lost event or lost wakeup)",
+			    s->name,
+			    (unsigned long long)atomic_load(&wd_done));
+		if (n != 1)
+			die("%s: wait returned %d", s->name, n);
+		v = src_read_one(s, src);
+		if (v == 1)
+			return;
+		if (v > 1)
+			die("%s: pingpong: read %llu tokens at once "
+			    "(duplicated events)",
+			    s->name, (unsigned long long)v);
+		/* v == 0: spurious wakeup, wait again */
+	}
+}
+
+static void *pp_b(void *arg)
+{
+	struct pp *pp = arg;
+	long total = pp->rounds + WARMUP;
+
+	pin_self(pp->b_cpu);
+	for (long i = 0; i < total; i++) {
+		pp_wait_token(pp, pp->ep_b, &pp->to_b);
+		src_signal(pp->s, &pp->to_a);
+		pp->b_handled++;
+	}
+	return NULL;
+}
+
+static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val)
+{
+	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, NULL, NULL, 0);
+}
+
+static void *pp_fb(void *arg)
+{
+	struct pp *pp = arg;
+	long total = pp->rounds + WARMUP;
+
+	pin_self(pp->b_cpu);
+	for (long i = 0; i < total; i++) {
+		while (atomic_load(&pp->turn) != 1)
+			futex(&pp->turn, FUTEX_WAIT_PRIVATE, 0);
+		atomic_store(&pp->turn, 0);
+		futex(&pp->turn, FUTEX_WAKE_PRIVATE, 1);
+		pp->b_handled++;
+	}
+	return NULL;
+}
+
+static void pp_run(const struct sys *s, const struct bcase *c,
+		   const struct params *p, struct metrics *m)
+{
+	struct pp pp = { 0 };
+	struct epoll_event ev;
+	struct meas me;
+	pthread_t tb;
+	bool fx = s->id == SYS_FUTEX;
+
+	pp.s = s;
+	pp.rounds = params_get(p, "rounds");
+	pp.h = calloc(1, sizeof(*pp.h));
+	if (!pp.h)
+		die("out of memory");
+	wd_target = (uint64_t)pp.rounds + WARMUP;
+	if (!fx) {
+		src_open(s, c->src, &pp.to_a);
+		src_open(s, c->src, &pp.to_b);
+		pp.ep_a = s->create(EPOLL_CLOEXEC);
+		pp.ep_b = s->create(EPOLL_CLOEXEC);
+		if (pp.ep_a < 0 || pp.ep_b < 0)
+			die("%s: create: %s", s->name, strerror(errno));
+		ev.events = EPOLLIN;
+		ev.data.u64 = 0;
+		if (s->ctl(pp.ep_a, EPOLL_CTL_ADD, pp.to_a.rfd, &ev) < 0 ||
+		    s->ctl(pp.ep_b, EPOLL_CTL_ADD, pp.to_b.rfd, &ev) < 0)
+			die("%s: ctl add: %s", s->name, strerror(errno));
+	}
+	/* Pinned: on a VM an idle vCPU makes cross-CPU wakeups bimodal
+	 * (a few us, or ~50 us when the host halted it), so each placement is
+	 * its own variant. */
+	pin_self(0);
+	pp.b_cpu = c->flags ? 1 : 0;
+	thread_start(&tb, fx ? pp_fb : pp_b, &pp);
+
+	for (long i = 0; i < pp.rounds + WARMUP; i++) {
+		uint64_t t0;
+
+		if (i == WARMUP)
+			meas_begin(&me);
+		t0 = now_ns();
+		if (fx) {
+			atomic_store(&pp.turn, 1);
+			futex(&pp.turn, FUTEX_WAKE_PRIVATE, 1);
+			while (atomic_load(&pp.turn) != 0)
+				futex(&pp.turn, FUTEX_WAIT_PRIVATE, 1);
+		} else {
+			src_signal(s, &pp.to_b);
+			pp_wait_token(&pp, pp.ep_a, &pp.to_a);
+		}
+		if (i >= WARMUP)
+			hist_add(pp.h, now_ns() - t0);
+		atomic_fetch_add_explicit(&wd_done, 1, memory_order_relaxed);
+	}
+	thread_join(tb);
+	meas_end(&me, m);
+
+	if (pp.b_handled != (uint64_t)(pp.rounds + WARMUP))
+		fail(m, "B handled %llu tokens, A sent %ld",
+		     (unsigned long long)pp.b_handled, pp.rounds + WARMUP);
+	if (!fx && (src_drain(s, &pp.to_a) || src_drain(s, &pp.to_b)))
+		fail(m, "tokens left over after the last round (duplicated)");
+
+	m->v[M_EVENTS] = (double)pp.rounds;
+	m->v[M_EVENTS_PER_S] = (double)pp.rounds / m->v[M_WALL_S];
+	m->v[M_LAT_P50] = hist_pct_us(pp.h, 50);
+	m->v[M_LAT_P99] = hist_pct_us(pp.h, 99);
+
+	if (!fx) {
+		src_close(s, &pp.to_a);
+		src_close(s, &pp.to_b);
+		s->close(pp.ep_a);
+		s->close(pp.ep_b);
+	}
+	free(pp.h);
+}
+
+const struct scenario sc_pingpong = {
+	.name = "pingpong",
+	.proposal = "wakeup latency floor; no single proposal",
+	.what = "two threads hand a token back and forth through an eventfd, "
+		"both asleep between turns; a bare futex is the floor",
+	.headline = M_LAT_P50,
+	.size = pp_size,
+	.cases = pp_cases,
+	.run = pp_run,
+};

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pubsub - proposal 004 (delayed wakeup for non-semaphore eventfd, Yang
+ * 2023).  A publisher writes 1 to one eventfd as fast as it can for a fixed
+ * time; a subscriber waits on it (epoll/uepoll instance) and reads the
+ * counter.  Each write is stamped in a ring indexed by its sequence number;
+ * since every write adds 1, the subscriber knows which writes a read
+ * collected, and the latency is from the oldest of them to the read.
+ * Correctness: after a final drain, the sum read equals the writes.
+ */
+#include "bench.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING_BITS 22
+#define RING (1u << RING_BITS)
+
+#define TAG_SRC 1u
+#define TAG_STOP 2u
+
+struct ps {
+	const struct sys *s;
+	struct src src;
+	int stopfd, ep;
+	_Atomic uint64_t *stamp; /* write seq -> ns */
+	_Atomic uint64_t pub_n;  /* writes done */
+	_Atomic int go, started;
+	uint64_t duration_ns;
+	/* subscriber results */
+	uint64_t collected, wakeups, lat_skipped, cpu_ns;
+	struct hist *h;
+};
+
+static void ps_size(bool quick, struct params *p, int *reps)
+{
+	params_set(p, "duration_ms", quick ? 200 : 2000);
+	*reps = quick ? 1 : 5;
+}
+
+static int ps_cases(struct bcase *out, int max)
+{
+	if (max < 1)
+		return 0;
+	snprintf(out[0].variant, sizeof(out[0].variant), "efd");
+	out[0].src = SRC_EFD;
+	out[0].flags = 0;
+	out[0].systems = SYSM_KU;
+	return 1;
+}
+
+static void ps_collect(struct ps *ps, uint64_t v)
+{
+	uint64_t t = now_ns(), first = ps->collected;
+	uint64_t pub = atomic_load_explicit(&ps->pub_n, memory_order_acquire);
+
+	ps->collected += v;
+	/* The stamp of write `first` was overwritten if the ring wrapped. */
+	if (pub - first >= RING) {
+		ps->lat_skipped++;
+		return;
+	}
+	hist_add(ps->h,
+		 t - atomic_load_explicit(&ps->stamp[first & (RING - 1)],
+					  memory_order_relaxed));
+}
+
+static void *ps_sub(void *arg)
+{
+	struct ps *ps = arg;
+	const struct sys *s = ps->s;
+	struct epoll_event evs[4];
+	bool stop = false;
+	uint64_t c0 = thread_cpu_ns(), v;
+
+	pin_self(1);
+	atomic_fetch_add(&ps->started, 1);
+	while (!stop) {
+		bool got = false;
+		int n = s->wait(ps->ep, evs, 4, -1);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			die("%s: wait: %s", s->name, strerror(errno));
+		}
+		ps->wakeups++;
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.u64 == TAG_SRC)
+				got = true;
+			else if (evs[i].data.u64 == TAG_STOP)
+				stop = true;
+		}
+		if (got) {
+			v = src_read_one(s, &ps->src);
+			if (v)
+				ps_collect(ps, v);
+		}
+	}
+	/* The publisher has stopped: collect whatever is left. */
+	v = src_read_one(s, &ps->src);
+	if (v)
+		ps_collect(ps, v);
+	ps->cpu_ns = thread_cpu_ns() - c0;
+	return NULL;
+}
+
+static void ps_run(const struct sys *s, const struct bcase *c,
+		   const struct params *p, struct metrics *m)
+{
+	struct ps ps = { 0 };
+	struct epoll_event ev;
+	struct meas me;
+	pthread_t sub;
+	uint64_t n = 0, end, pc0, prod_cpu, one = 1;
+
+	ps.s = s;
+	ps.duration_ns = (uint64_t)params_get(p, "duration_ms") * 1000000ull;
+	ps.stamp = calloc(RING, sizeof(*ps.stamp));
+	ps.h = calloc(1, sizeof(*ps.h));
+	if (!ps.stamp || !ps.h)
+		die("out of memory");
+	src_open(s, c->src, &ps.src);
+	ps.stopfd = s->efd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	ps.ep = s->create(EPOLL_CLOEXEC);
+	if (ps.stopfd < 0 || ps.ep < 0)
+		die("%s: create: %s", s->name, strerror(errno));
+	ev.events = EPOLLIN;
+	ev.data.u64 = TAG_SRC;
+	if (s->ctl(ps.ep, EPOLL_CTL_ADD, ps.src.rfd, &ev) < 0)
+		die("%s: ctl add: %s", s->name, strerror(errno));
+	ev.data.u64 = TAG_STOP;
+	if (s->ctl(ps.ep, EPOLL_CTL_ADD, ps.stopfd, &ev) < 0)
+		die("%s: ctl add stop: %s", s->name, strerror(errno));
+	wd_target = 0;
+
+	/* As in the proposal (taskset -c 2-3): one CPU each. */
+	pin_self(0);
+	thread_start(&sub, ps_sub, &ps);
+	while (atomic_load(&ps.started) < 1)
+		sleep_us(100);
+	sleep_us(10000);
+
+	meas_begin(&me);
+	pc0 = thread_cpu_ns();
+	end = me.t0 + ps.duration_ns;
+	for (;;) {
+		uint64_t t = now_ns();
+
+		if (t >= end)
+			break;
+		atomic_store_explicit(&ps.stamp[n & (RING - 1)], t,
+				      memory_order_relaxed);
+		src_signal(s, &ps.src);
+		n++;
+		atomic_store_explicit(&ps.pub_n, n, memory_order_release);
+		if (!(n & 1023))
+			atomic_store_explicit(&wd_done, n,
+					      memory_order_relaxed);
+	}
+	prod_cpu = thread_cpu_ns() - pc0;
+	if (s->write(ps.stopfd, &one, sizeof(one)) != sizeof(one))
+		die("%s: write stop: %s", s->name, strerror(errno));
+	thread_join(sub);
+	meas_end(&me, m);
+
+	if (ps.collected != n) {
+		uint64_t left = src_drain(s, &ps.src);
+
+		fail(m, "subscriber read %llu, publisher wrote %llu, %llu "
+			"still in the eventfd after the final drain (%s)",
+		     (unsigned long long)ps.collected, (unsigned long long)n,
+		     (unsigned long long)left,
+		     ps.collected > n ? "duplicated" : "lost");
+	}
+
+	m->v[M_EVENTS] = (double)n;
+	m->v[M_EVENTS_PER_S] = (double)n / m->v[M_WALL_S];
+	m->v[M_WAKEUPS_PER_S] = (double)ps.wakeups / m->v[M_WALL_S];
+	m->v[M_WAKEUPS_PER_EVENT] = n ? (double)ps.wakeups / (double)n : NAN;
+	m->v[M_CPU_CONS] = 100.0 * (double)ps.cpu_ns / 1e9 / m->v[M_WALL_S];
+	m->v[M_CPU_PROD] = 100.0 * (double)prod_cpu / 1e9 / m->v[M_WALL_S];
+	m->v[M_LAT_P50] = hist_pct_us(ps.h, 50);
+	m->v[M_LAT_P99] = hist_pct_us(ps.h, 99);
+
+	s->close(ps.ep);
+	s->close(ps.stopfd);
+	src_close(s, &ps.src);
+	free(ps.stamp);
+	free(ps.h);
+}
+
+const struct scenario sc_pubsub = {
+	.name = "pubsub",
+	.proposal = "proposal 004, eventfd delayed wakeup (Yang 2023)",
+	.what = "a publisher writes one eventfd as fast as it can for "
+		"duration_ms; a subscriber waits and reads",
+	.headline = M_CPU_CONS,
+	.size = ps_size,
+	.cases = ps_cases,
+	.run = ps_run,
+};
