@@ -74,6 +74,30 @@ int uepoll_create(int size);
  */
 int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
 
+/*
+ * EPOLLROUNDROBIN, with EPOLLEXCLUSIVE on EPOLL_CTL_ADD only (EINVAL
+ * otherwise): a source shared by several instances hands successive events to
+ * successive idle instances in turn, instead of always to the first one.
+ *  - Who gets a wakeup: the watchers are walked in line order; an instance
+ *    with no thread blocked in a wait (busy) is passed over, as with plain
+ *    EPOLLEXCLUSIVE, and the first one with a blocked thread is woken.  That
+ *    instance then moves to the back of the line.  So with N idle instances,
+ *    N*k events give exactly k to each.
+ *  - An event that finds an instance busy is queued in it as with plain
+ *    EPOLLEXCLUSIVE (it sees the source ready at its next wait, if it still
+ *    is); only waking takes turns.
+ *  - ueventfds: the line is the ueventfd's wait queue; a turn costs nothing
+ *    more than a plain exclusive wakeup.
+ *  - Kernel fds (a listening socket, a pipe, shared by per-thread instances
+ *    or by instances in forked processes): the kernel's own exclusive
+ *    wakeup picks the instance; each instance that receives an event of the
+ *    fd then moves its registration to the back of the fd's wait queue with
+ *    EPOLL_CTL_DEL + EPOLL_CTL_ADD: two system calls per wakeup.
+ * The value is a bit <sys/epoll.h> does not use; uepoll never passes it to
+ * the kernel.
+ */
+#define EPOLLROUNDROBIN (1u << 26)
+
 /* epoll_wait(2), epoll_pwait(2), epoll_pwait2(2). */
 int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 		int timeout);

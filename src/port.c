@@ -149,7 +149,8 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->sleepers, 0);
 	atomic_init(&p->watched, 0);
 	atomic_init(&p->db_lt, false);
-	atomic_init(&p->nests, NULL);
+	atomic_init(&p->krecs, NULL);
+	atomic_init(&p->nrr, 0);
 	rq_init(&p->rq, port__queue_kind(uflags));
 
 	old = fdtab_set(kfd, o, &ok);
@@ -227,10 +228,14 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 	if (op != EPOLL_CTL_DEL && (events & EPOLLEXCLUSIVE)) {
 		if (op == EPOLL_CTL_MOD)
 			return -EINVAL;
-		if (op == EPOLL_CTL_ADD && (events & ~UEP_EXCLUSIVE_OK_BITS))
+		if (op == EPOLL_CTL_ADD &&
+		    (events & ~(UEP_EXCLUSIVE_OK_BITS | EPOLLROUNDROBIN)))
 			return -EINVAL;
 	}
 	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
+		return -EINVAL;
+	if ((events & EPOLLROUNDROBIN) &&
+	    (op != EPOLL_CTL_ADD || !(events & EPOLLEXCLUSIVE)))
 		return -EINVAL;
 	events |= EPOLLERR | EPOLLHUP;
 
@@ -299,12 +304,12 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 	return 0;
 }
 
-static struct nest *port__nest_find(struct port *p, struct port *inner,
+static struct krec *port__krec_find(struct port *p, struct port *inner,
 				    int fd)
 {
-	struct nest *n;
+	struct krec *n;
 
-	for (n = atomic_load_explicit(&p->nests, memory_order_acquire); n;
+	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next)
 		if (atomic_load_explicit(&n->inner, memory_order_relaxed) == inner &&
 		    atomic_load_explicit(&n->fd, memory_order_relaxed) == fd)
@@ -343,13 +348,127 @@ static void port__set_watched(struct port *p, int delta)
 	pthread_mutex_unlock(&p->wlock);
 }
 
+/* A free record, or a new one appended to the list (mtx held). */
+static struct krec *port__krec_new(struct port *p)
+{
+	struct krec *n = port__krec_find(p, NULL, -1);
+
+	if (n)
+		return n;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	atomic_init(&n->inner, NULL);
+	atomic_init(&n->fd, -1);
+	n->next = atomic_load_explicit(&p->krecs, memory_order_relaxed);
+	/* release: pairs with the harvest's acquire walk */
+	atomic_store_explicit(&p->krecs, n, memory_order_release);
+	return n;
+}
+
+static void port__krec_free(struct krec *n)
+{
+	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
+	atomic_store_explicit(&n->inner, NULL, memory_order_release);
+}
+
+/*
+ * A kernel fd while the instance has round-robin registrations: the kernel
+ * answers, and a registration made with EPOLLROUNDROBIN gets a record (its
+ * data) so that each wakeup it brings can move it to the back of the fd's
+ * wait queue (port__rr_rotate).
+ */
+static int port__ctl_rr(struct port *p, int op, int fd, struct epoll_event *ev)
+{
+	struct epoll_event kev;
+	struct krec *n;
+	bool rr = op == EPOLL_CTL_ADD && (ev->events & EPOLLROUNDROBIN);
+	int r;
+
+	pthread_mutex_lock(&p->mtx);
+	/* A record left by an fd closed without DEL (the kernel dropped the
+	 * registration) is reused. */
+	n = port__krec_find(p, NULL, fd);
+	if (rr) {
+		bool fresh = !n;
+
+		if (!n)
+			n = port__krec_new(p);
+		if (!n) {
+			pthread_mutex_unlock(&p->mtx);
+			return -ENOMEM;
+		}
+		kev = *ev;
+		kev.events &= ~EPOLLROUNDROBIN;
+		kev.data.u64 = (uint64_t)(uintptr_t)n;
+		r = sys_epoll_ctl(p->obj.fd, op, fd, &kev);
+		if (r == 0) {
+			atomic_store_explicit(&n->data, ev->data.u64,
+					      memory_order_relaxed);
+			atomic_store_explicit(&n->rr_events, kev.events,
+					      memory_order_relaxed);
+			atomic_store_explicit(&n->fd, fd, memory_order_release);
+			if (fresh)
+				atomic_fetch_add(&p->nrr, 1);
+			atomic_fetch_add(&p->nkernel, 1);
+		} else if (fresh) {
+			port__krec_free(n);
+		}
+		pthread_mutex_unlock(&p->mtx);
+		return r;
+	}
+	/* MOD of a round-robin (exclusive) registration: the kernel refuses. */
+	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	if (r == 0 && op == EPOLL_CTL_ADD)
+		atomic_fetch_add(&p->nkernel, 1);
+	if (r == 0 && op == EPOLL_CTL_DEL) {
+		atomic_fetch_sub(&p->nkernel, 1);
+		if (n) {
+			port__krec_free(n);
+			atomic_fetch_sub(&p->nrr, 1);
+		}
+	}
+	pthread_mutex_unlock(&p->mtx);
+	return r;
+}
+
+/*
+ * This instance took a wakeup of a round-robin kernel fd: move its
+ * registration to the back of the fd's wait queue (the kernel wakes
+ * exclusive waiters in queue order), so the next wakeup goes to the next
+ * idle instance.  Two system calls per wakeup; the fd stays registered in
+ * other instances meanwhile, and ADD re-checks readiness, so no event is
+ * lost in between.
+ */
+static void port__rr_rotate(struct port *p, struct krec *n)
+{
+	struct epoll_event kev;
+	int fd;
+
+	pthread_mutex_lock(&p->mtx);
+	fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
+	kev.events = atomic_load_explicit(&n->rr_events, memory_order_relaxed);
+	if (fd >= 0 && kev.events) {
+		kev.data.u64 = (uint64_t)(uintptr_t)n;
+		if (sys_epoll_ctl(p->obj.fd, EPOLL_CTL_DEL, fd, NULL) == 0 &&
+		    sys_epoll_ctl(p->obj.fd, EPOLL_CTL_ADD, fd, &kev) < 0) {
+			/* Closed meanwhile: the registration is gone. */
+			port__krec_free(n);
+			atomic_fetch_sub(&p->nrr, 1);
+			atomic_fetch_sub(&p->nkernel, 1);
+		}
+	}
+	pthread_mutex_unlock(&p->mtx);
+}
+
 /* A nested instance: the kernel answers, with our record as the data. */
 static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 			  struct epoll_event *ev)
 {
 	struct epoll_event kev;
 	uint64_t udata = 0;
-	struct nest *n;
+	struct krec *n;
 	bool fresh = false;
 	int r;
 
@@ -358,21 +477,12 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	    inner == p)
 		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	pthread_mutex_lock(&p->mtx);
-	n = port__nest_find(p, inner, fd);
+	n = port__krec_find(p, inner, fd);
 	if (!n && op == EPOLL_CTL_ADD) {
-		n = port__nest_find(p, NULL, -1);
+		n = port__krec_new(p);
 		if (!n) {
-			n = calloc(1, sizeof(*n));
-			if (!n) {
-				pthread_mutex_unlock(&p->mtx);
-				return -ENOMEM;
-			}
-			atomic_init(&n->inner, NULL);
-			atomic_init(&n->fd, -1);
-			n->next = atomic_load_explicit(&p->nests,
-						       memory_order_relaxed);
-			/* release: pairs with the harvest's acquire walk */
-			atomic_store_explicit(&p->nests, n, memory_order_release);
+			pthread_mutex_unlock(&p->mtx);
+			return -ENOMEM;
 		}
 		atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
 		atomic_store_explicit(&n->inner, inner, memory_order_release);
@@ -396,10 +506,8 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		atomic_fetch_add(&p->nkernel, 1);
 	if (r == 0 && op == EPOLL_CTL_DEL)
 		port__set_watched(inner, -1);
-	if ((r == 0 && op == EPOLL_CTL_DEL) || (r < 0 && fresh)) {
-		atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
-		atomic_store_explicit(&n->inner, NULL, memory_order_release);
-	}
+	if ((r == 0 && op == EPOLL_CTL_DEL) || (r < 0 && fresh))
+		port__krec_free(n);
 	if (r == 0 && op == EPOLL_CTL_DEL)
 		atomic_fetch_sub(&p->nkernel, 1);
 	pthread_mutex_unlock(&p->mtx);
@@ -419,11 +527,23 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 		uobj_put(src);
 		return r;
 	}
+	if (ev && op != EPOLL_CTL_DEL && (ev->events & EPOLLROUNDROBIN)) {
+		/* Only with EPOLLEXCLUSIVE, only on ADD; after the kernel's
+		 * own checks of the fds (EBADF comes first). */
+		if (op != EPOLL_CTL_ADD || !(ev->events & EPOLLEXCLUSIVE)) {
+			if (src)
+				uobj_put(src);
+			return sys_fcntl_getfl(fd) < 0 ? -EBADF : -EINVAL;
+		}
+	}
 	if (src) {
 		r = port__ctl_nest(p, op, fd, (struct port *)src, ev);
 		uobj_put(src);
 		return r;
 	}
+	if ((op == EPOLL_CTL_ADD && (ev->events & EPOLLROUNDROBIN)) ||
+	    atomic_load_explicit(&p->nrr, memory_order_relaxed))
+		return port__ctl_rr(p, op, fd, ev);
 	/* Kernel fds: the kernel decides everything, errno included. */
 	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD)
@@ -462,14 +582,14 @@ void port_revalidate(struct port *p)
 }
 
 /* The nested record whose address is this event's data, if any. */
-static struct nest *port__nest_of(struct port *p, uint64_t data)
+static struct krec *port__krec_of(struct port *p, uint64_t data)
 {
-	struct nest *n;
+	struct krec *n;
 
-	for (n = atomic_load_explicit(&p->nests, memory_order_acquire); n;
+	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next)
 		if ((uint64_t)(uintptr_t)n == data &&
-		    atomic_load_explicit(&n->inner, memory_order_acquire))
+		    atomic_load_explicit(&n->fd, memory_order_acquire) >= 0)
 			return n;
 	return NULL;
 }
@@ -479,7 +599,7 @@ static struct nest *port__nest_of(struct port *p, uint64_t data)
  * Our kernel epoll saw its fd readable, but that may be a doorbell left from
  * a harvest that already took everything; look, and clear what is stale.
  */
-static bool port__nest_ready(struct nest *n, int depth)
+static bool port__nest_ready(struct krec *n, int depth)
 {
 	struct uobj *o = fdtab_get(atomic_load_explicit(&n->fd,
 							memory_order_relaxed));
@@ -496,7 +616,7 @@ static bool port__nest_ready(struct nest *n, int depth)
 static bool port__ready(struct port *p, int depth)
 {
 	struct pollfd pfd = { .fd = p->obj.fd, .events = POLLIN };
-	struct nest *n;
+	struct krec *n;
 
 	if (rq_prune(&p->rq))
 		return true;
@@ -505,7 +625,7 @@ static bool port__ready(struct port *p, int depth)
 		return true; /* something came meanwhile */
 	/* The kernel limits nesting; this bound only guards the recursion. */
 	if (depth < 8) {
-		for (n = atomic_load_explicit(&p->nests, memory_order_acquire);
+		for (n = atomic_load_explicit(&p->krecs, memory_order_acquire);
 		     n; n = n->next)
 			if (atomic_load_explicit(&n->inner, memory_order_acquire) &&
 			    port__nest_ready(n, depth))
@@ -522,8 +642,8 @@ static int port__kernel(struct port *p, struct epoll_event *evs, int max,
 			bool *db)
 {
 	const uint64_t me = (uint64_t)(uintptr_t)p;
-	bool nested = atomic_load_explicit(&p->nests, memory_order_relaxed);
-	struct nest *n;
+	bool nested = atomic_load_explicit(&p->krecs, memory_order_relaxed);
+	struct krec *n;
 	int r, i, end, k = 0, want = max;
 	bool retried = false;
 
@@ -543,9 +663,14 @@ again:
 				atomic_store(&p->db_set, 0);
 			continue;
 		}
-		if (nested && (n = port__nest_of(p, evs[i].data.u64))) {
-			if (!port__nest_ready(n, 0))
-				continue;
+		if (nested && (n = port__krec_of(p, evs[i].data.u64))) {
+			if (atomic_load_explicit(&n->inner,
+						 memory_order_relaxed)) {
+				if (!port__nest_ready(n, 0))
+					continue;
+			} else {
+				port__rr_rotate(p, n);
+			}
 			evs[i].data.u64 = atomic_load_explicit(
 				&n->data, memory_order_relaxed);
 		}
@@ -749,8 +874,8 @@ void port_release(struct uobj *o)
 	if (!atomic_load_explicit(&o->fd_lost, memory_order_relaxed))
 		sys_close(o->fd);
 	rq_destroy(&p->rq); /* frees items retired while queued */
-	while (p->nests) {
-		struct nest *n = p->nests;
+	while (p->krecs) {
+		struct krec *n = p->krecs;
 		struct port *in = atomic_load(&n->inner);
 
 		/* The kernel drops our registration in it with our epoll. */
@@ -762,7 +887,7 @@ void port_release(struct uobj *o)
 			if (io)
 				uobj_put(io);
 		}
-		p->nests = n->next;
+		p->krecs = n->next;
 		free(n);
 	}
 	pthread_mutex_destroy(&p->mtx);

@@ -13,19 +13,22 @@
 #include "wq.h"
 
 /*
- * A uepoll instance added to this one.  It sits in our kernel epoll like any
- * kernel fd (so the kernel checks loops, depth and flags), registered with
- * this record's address as data: a harvest recognises its events, checks
- * that the inner instance really has something (as the kernel's poll of an
- * epoll does) and reports the user's data.  Records are only ever appended
- * to port->nests and freed with the port, so a harvest can walk the list
- * without a lock; a free record (inner == NULL) is reused.
+ * A registration in our kernel epoll that a harvest must recognise: a uepoll
+ * instance added to this one (inner != NULL), or a kernel fd added with
+ * EPOLLROUNDROBIN (rr_events != 0).  It is registered with this record's
+ * address as data: a harvest recognises its events, reports the user's
+ * data, and checks that a nested instance really has something (as the
+ * kernel's poll of an epoll does) or moves the round-robin registration to
+ * the back of the fd's wait queue.  Records are only ever appended to
+ * port->krecs and freed with the port, so a harvest can walk the list
+ * without a lock; a free record (inner == NULL, fd == -1) is reused.
  */
-struct nest {
-	struct nest *next; /* immutable once published */
+struct krec {
+	struct krec *next; /* immutable once published */
 	_Atomic(struct port *) inner;
 	_Atomic int fd;
 	_Atomic uint64_t data;
+	_Atomic uint32_t rr_events; /* as registered, without EPOLLROUNDROBIN */
 };
 
 struct port {
@@ -52,8 +55,11 @@ struct port {
 	 * mtx (port__set_watched). */
 	_Atomic bool db_lt;
 	pthread_mutex_t wlock; /* watched/db_lt transitions */
-	/* Nested instances (append-only list, see struct nest). */
-	_Atomic(struct nest *) nests;
+	/* Round-robin kernel registrations among krecs. */
+	_Atomic int nrr;
+	/* Nested instances and round-robin kernel fds (append-only list, see
+	 * struct krec). */
+	_Atomic(struct krec *) krecs;
 	/* Fairness toggle between the userspace and the kernel ready lists. */
 	_Atomic unsigned flip;
 

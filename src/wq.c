@@ -2,6 +2,8 @@
 /*
  * wq.c - source wait queues.
  */
+#include "uepoll.h"
+
 #include "port.h"
 #include "wq.h"
 
@@ -75,8 +77,17 @@ void wq_wake(struct wq *q, uint32_t key)
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
-		if (port_item_signal(it, key))
+		if (port_item_signal(it, key)) {
+			/* EPOLLROUNDROBIN: the instance that took this
+			 * exclusive wakeup goes to the back of the line. */
+			if (atomic_load_explicit(&it->events,
+						 memory_order_relaxed) &
+			    EPOLLROUNDROBIN) {
+				list_del(&it->wqlink);
+				list_add_tail(&q->head, &it->wqlink);
+			}
 			break;
+		}
 	}
 	pthread_mutex_unlock(&q->lock);
 }
