@@ -11,6 +11,7 @@
  * "stop" eventfd) that every instance also watches.
  */
 #include "bench.h"
+#include "uepoll.h"
 
 #include <errno.h>
 #include <math.h>
@@ -29,9 +30,9 @@ static const struct herd_mode {
 } herd_modes[] = {
 	{ "wake-all", 0, SYSM_KU, NULL },
 	{ "exclusive", EPOLLEXCLUSIVE, SYSM_KU, NULL },
-	/* A uepoll-only mode is one line, e.g. round robin once it exists:
-	 * { "exclusive-rr", EPOLLEXCLUSIVE | <flag>, SYSM(SYS_UEPOLL),
-	 *   "exclusive" }, */
+	/* uepoll only, compared with the kernel's exclusive mode */
+	{ "exclusive+roundrobin", EPOLLEXCLUSIVE | EPOLLROUNDROBIN,
+	  SYSM(SYS_UEPOLL), "exclusive" },
 };
 
 static const enum src_kind herd_srcs[] = { SRC_PIPE, SRC_EFD };

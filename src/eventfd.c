@@ -199,11 +199,13 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 				atomic_fetch_add(&e->wseq, 1);
 				sys_futex_wake(&e->wseq, INT_MAX);
 			}
-			if (atomic_load(&e->wq.n)) {
+			/* The kernel wakes EPOLLOUT watchers on every read. */
+			if (atomic_load_explicit(&e->wq.nout,
+						 memory_order_relaxed))
 				wq_wake(&e->wq, EPOLLOUT);
-				if (c == take)
-					wq_unready(&e->wq);
-			}
+			if (c == take && port_any_watched() &&
+			    atomic_load(&e->wq.n))
+				wq_unready(&e->wq);
 			memcpy(buf, &take, sizeof(take));
 			return sizeof(take);
 		}

@@ -265,16 +265,20 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 		pthread_mutex_unlock(&q->lock);
 		break;
 	case EPOLL_CTL_MOD:
-		pthread_mutex_unlock(&q->lock);
 		if (!it) {
+			pthread_mutex_unlock(&q->lock);
 			pthread_mutex_unlock(&p->mtx);
 			return -ENOENT;
 		}
 		if (atomic_load_explicit(&it->events, memory_order_relaxed) &
 		    EPOLLEXCLUSIVE) {
+			pthread_mutex_unlock(&q->lock);
 			pthread_mutex_unlock(&p->mtx);
 			return -EINVAL;
 		}
+		wq_remask(q, atomic_load_explicit(&it->events,
+						  memory_order_relaxed), events);
+		pthread_mutex_unlock(&q->lock);
 		rq_update(&p->rq, it, events, ev->data.u64);
 		port_revalidate(p);
 		break;
@@ -317,6 +321,14 @@ static struct krec *port__krec_find(struct port *p, struct port *inner,
 	return NULL;
 }
 
+/* Instances with watched > 0, process-wide. */
+static _Atomic int port__nwatched;
+
+bool port_any_watched(void)
+{
+	return atomic_load_explicit(&port__nwatched, memory_order_relaxed) > 0;
+}
+
 /* Count an instance holding p; switch the doorbell's mode at 0 <-> 1.
  * Under p->wlock, which nests inside the holder's mtx and outside p's
  * ready-queue lock; it never takes an mtx, so no cycle can form even while
@@ -330,6 +342,8 @@ static void port__set_watched(struct port *p, int delta)
 
 	pthread_mutex_lock(&p->wlock);
 	w = atomic_fetch_add(&p->watched, delta) + delta;
+	if ((delta > 0 && w == 1) || w == 0)
+		atomic_fetch_add(&port__nwatched, w ? 1 : -1);
 	if ((delta > 0 && w == 1) || w == 0) {
 		ev.events |= w ? 0 : EPOLLET;
 		ev.data.u64 = (uint64_t)(uintptr_t)p;
@@ -680,7 +694,8 @@ again:
 	 * (without sleeping) for what they displaced.  Only when nothing real
 	 * came back: a level-triggered event we returned would be queued
 	 * again by the kernel and come twice. */
-	if (r == want && k == 0 && !retried) {
+	if (r == want && k == 0 && !retried &&
+	    atomic_load_explicit(&p->nkernel, memory_order_relaxed)) {
 		retried = true;
 		want = max - k;
 		timeout = &port__zero;
@@ -735,12 +750,24 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max)
  * the fd is not left readable with nothing to return.  A wait that returned
  * events leaves a stale doorbell alone: a busy loop then makes no system call.
  */
-static void port__settle(struct port *p, bool poll)
+static void port__settle(struct port *p, bool poll, bool slept)
 {
 	/* An instance held by another one keeps its fd exact. */
 	port_revalidate(p);
 	if (!rq_empty(&p->rq)) {
-		port__kick(p);
+		/*
+		 * Items left (beyond maxevents, or level-triggered ones put
+		 * back).  Ring, so that a sleeper or an outside poller sees
+		 * them.  Except after a blocking wait that slept, when no other
+		 * thread sleeps here: then the ring would only make this
+		 * thread's next wait return at once (a write and an epoll_wait
+		 * per event, in every ping-pong); the caller's next wait finds
+		 * the items itself.  (seq_cst: a thread that starts sleeping
+		 * counts itself, then looks at the queue.)
+		 */
+		if (!slept || atomic_load(&p->sleepers) > 0 ||
+		    atomic_load_explicit(&p->watched, memory_order_relaxed))
+			port__kick(p);
 		return;
 	}
 	if (poll)
@@ -772,7 +799,7 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 		n = port__collect(p, evs, max);
 		if (n != 0 || deadline == 0) {
 			if (n >= 0)
-				port__settle(p, n == 0);
+				port__settle(p, n == 0, false);
 			return n;
 		}
 		if (deadline > 0) {
@@ -801,7 +828,7 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 					r += n;
 			}
 			if (r > 0) {
-				port__settle(p, false);
+				port__settle(p, false, true);
 				return r;
 			}
 		}

@@ -91,6 +91,9 @@ bool port_item_signal(struct item *it, uint32_t key);
  * ready and, if none is left, make its fd not readable, as the kernel's
  * poll of an epoll would see it.  No-op for an instance nobody holds. */
 void port_revalidate(struct port *p);
+/* Is any instance held by another one?  (Lets the hot paths skip the work
+ * only held instances need.) */
+bool port_any_watched(void);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
 void port_close(struct port *p);

@@ -17,6 +17,7 @@ void wq_init(struct wq *q)
 	pthread_mutexattr_destroy(&a);
 	list_init(&q->head);
 	atomic_init(&q->n, 0);
+	atomic_init(&q->nout, 0);
 	q->dead = false;
 }
 
@@ -33,12 +34,22 @@ void wq_link(struct wq *q, struct item *it)
 	else
 		list_add_head(&q->head, &it->wqlink);
 	atomic_fetch_add(&q->n, 1);
+	wq_remask(q, 0, atomic_load_explicit(&it->events, memory_order_relaxed));
 }
 
 void wq_unlink(struct wq *q, struct item *it)
 {
 	list_del(&it->wqlink);
 	atomic_fetch_sub(&q->n, 1);
+	wq_remask(q, atomic_load_explicit(&it->events, memory_order_relaxed), 0);
+}
+
+void wq_remask(struct wq *q, uint32_t old, uint32_t new)
+{
+	if ((old & EPOLLOUT) && !(new & EPOLLOUT))
+		atomic_fetch_sub_explicit(&q->nout, 1, memory_order_relaxed);
+	else if (!(old & EPOLLOUT) && (new & EPOLLOUT))
+		atomic_fetch_add_explicit(&q->nout, 1, memory_order_relaxed);
 }
 
 struct item *wq_find(struct wq *q, const struct port *p)

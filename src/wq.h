@@ -19,6 +19,11 @@ struct wq {
 	 * update of the source (Dekker: either the signaler sees the new item
 	 * or the ADD's poll sees the new count). */
 	_Atomic unsigned n;
+	/* Linked items registered with EPOLLOUT (a read, which wakes only
+	 * EPOLLOUT watchers, skips the walk without them).  Updated under
+	 * the lock; read without it (relaxed: a stale count only costs a walk,
+	 * or skips one that ADD/MOD's own poll covers). */
+	_Atomic unsigned nout;
 	/* Set (under lock) when the source is closed: no ADD may link. */
 	bool dead;
 };
@@ -28,6 +33,8 @@ void wq_destroy(struct wq *q);
 /* Caller holds q->lock. */
 void wq_link(struct wq *q, struct item *it);
 void wq_unlink(struct wq *q, struct item *it);
+/* The item's mask changes from old to new (caller holds q->lock). */
+void wq_remask(struct wq *q, uint32_t old, uint32_t new);
 struct item *wq_find(struct wq *q, const struct port *p);
 /* Deliver a readiness change with poll key `key` to the watchers: every
  * non-exclusive one, and exclusive ones in order until one instance that has
