@@ -169,7 +169,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	}
 	/* The kernel wakes EPOLLIN watchers on every write, even of 0: an
 	 * edge-triggered watcher sees one event per write. */
-	if (atomic_load(&e->wq.n))
+	if (atomic_load(&e->wq.narmed))
 		wq_wake(&e->wq, EPOLLIN);
 	if (c + v > 0)
 		uefd__arm(e);
@@ -200,8 +200,7 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 				sys_futex_wake(&e->wseq, INT_MAX);
 			}
 			/* The kernel wakes EPOLLOUT watchers on every read. */
-			if (atomic_load_explicit(&e->wq.nout,
-						 memory_order_relaxed))
+			if (atomic_load(&e->wq.nout))
 				wq_wake(&e->wq, EPOLLOUT);
 			if (c == take && port_any_watched() &&
 			    atomic_load(&e->wq.n))

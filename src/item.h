@@ -41,6 +41,12 @@ struct item {
 	 * queue an item the harvest then drops, or skip one that MOD queues
 	 * itself after writing the new mask). */
 	_Atomic uint32_t events;
+	/* Counted in the source's wq->narmed (not disarmed by EPOLLONESHOT).
+	 * Flipped only by exchange, so that the count moves once per flip
+	 * whoever (harvest, MOD, unlink) gets there first. */
+	_Atomic bool armed;
+	/* Counted in the source's wq->nout (registered with EPOLLOUT). */
+	_Atomic bool out;
 	/* User data: written by ctl with the queue's consumer lock held,
 	 * read by harvests under the same lock. */
 	uint64_t data;
@@ -62,5 +68,8 @@ _Static_assert(offsetof(struct item, port) + sizeof(void *) <= UEPOLL_CACHELINE,
 
 /* Current poll mask of the item's source (EPOLLIN/EPOLLOUT...). */
 uint32_t item_poll(const struct item *it);
+/* EPOLLONESHOT disarmed the item / MOD armed it again: keep the source's
+ * count of armed watchers (which lets a signal skip its walk) true. */
+void item_disarmed(struct item *it);
 
 #endif

@@ -64,6 +64,14 @@ uint32_t item_poll(const struct item *it)
 	return uefd_poll((struct uefd *)it->src);
 }
 
+void item_disarmed(struct item *it)
+{
+	if (atomic_exchange(&it->armed, false))
+		atomic_fetch_sub(&((struct uefd *)it->src)->wq.narmed, 1);
+}
+
+
+
 static void port__kick(struct port *p)
 {
 	if (atomic_load(&p->db_set) == 0 && atomic_exchange(&p->db_set, 1) == 0)
@@ -276,10 +284,12 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			pthread_mutex_unlock(&p->mtx);
 			return -EINVAL;
 		}
-		wq_remask(q, atomic_load_explicit(&it->events,
-						  memory_order_relaxed), events);
 		pthread_mutex_unlock(&q->lock);
 		rq_update(&p->rq, it, events, ev->data.u64);
+		/* Still linked (p->mtx held).  After the new mask is stored,
+		 * before the poll below: a signal that then sees the counts
+		 * also sees the mask (seq_cst RMW; see wq.h). */
+		wq_count(q, it, events);
 		port_revalidate(p);
 		break;
 	default: /* EPOLL_CTL_DEL */

@@ -225,9 +225,11 @@ static int rq__deliver(struct readyq *q, struct item *it,
 	}
 	ev->events = revents;
 	ev->data.u64 = it->data;
-	if (e & EPOLLONESHOT)
+	if (e & EPOLLONESHOT) {
 		atomic_store_explicit(&it->events, e & UEP_PRIVATE_BITS,
 				      memory_order_relaxed);
+		item_disarmed(it);
+	}
 	else if (!(e & EPOLLET))
 		*requeue = true;
 	(void)q;

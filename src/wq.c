@@ -18,6 +18,7 @@ void wq_init(struct wq *q)
 	list_init(&q->head);
 	atomic_init(&q->n, 0);
 	atomic_init(&q->nout, 0);
+	atomic_init(&q->narmed, 0);
 	q->dead = false;
 }
 
@@ -34,22 +35,25 @@ void wq_link(struct wq *q, struct item *it)
 	else
 		list_add_head(&q->head, &it->wqlink);
 	atomic_fetch_add(&q->n, 1);
-	wq_remask(q, 0, atomic_load_explicit(&it->events, memory_order_relaxed));
+	wq_count(q, it, atomic_load_explicit(&it->events, memory_order_relaxed));
 }
 
 void wq_unlink(struct wq *q, struct item *it)
 {
 	list_del(&it->wqlink);
 	atomic_fetch_sub(&q->n, 1);
-	wq_remask(q, atomic_load_explicit(&it->events, memory_order_relaxed), 0);
+	wq_count(q, it, 0);
 }
 
-void wq_remask(struct wq *q, uint32_t old, uint32_t new)
+void wq_count(struct wq *q, struct item *it, uint32_t events)
 {
-	if ((old & EPOLLOUT) && !(new & EPOLLOUT))
-		atomic_fetch_sub_explicit(&q->nout, 1, memory_order_relaxed);
-	else if (!(old & EPOLLOUT) && (new & EPOLLOUT))
-		atomic_fetch_add_explicit(&q->nout, 1, memory_order_relaxed);
+	bool armed = events != 0, out = events & EPOLLOUT;
+
+	/* Each flag moves its counter once per flip, whoever flips it. */
+	if (atomic_exchange(&it->armed, armed) != armed)
+		atomic_fetch_add(&q->narmed, armed ? 1 : (unsigned)-1);
+	if (atomic_exchange(&it->out, out) != out)
+		atomic_fetch_add(&q->nout, out ? 1 : (unsigned)-1);
 }
 
 struct item *wq_find(struct wq *q, const struct port *p)

@@ -19,10 +19,12 @@ struct wq {
 	 * update of the source (Dekker: either the signaler sees the new item
 	 * or the ADD's poll sees the new count). */
 	_Atomic unsigned n;
+	/* Linked items not disarmed by EPOLLONESHOT: a signal with none to
+	 * wake skips the walk and its lock.  seq_cst, like n: either a writer
+	 * sees the item armed, or the ADD/MOD that arms it sees the counter. */
+	_Atomic unsigned narmed;
 	/* Linked items registered with EPOLLOUT (a read, which wakes only
-	 * EPOLLOUT watchers, skips the walk without them).  Updated under
-	 * the lock; read without it (relaxed: a stale count only costs a walk,
-	 * or skips one that ADD/MOD's own poll covers). */
+	 * EPOLLOUT watchers, skips the walk without them); seq_cst like narmed. */
 	_Atomic unsigned nout;
 	/* Set (under lock) when the source is closed: no ADD may link. */
 	bool dead;
@@ -33,8 +35,10 @@ void wq_destroy(struct wq *q);
 /* Caller holds q->lock. */
 void wq_link(struct wq *q, struct item *it);
 void wq_unlink(struct wq *q, struct item *it);
-/* The item's mask changes from old to new (caller holds q->lock). */
-void wq_remask(struct wq *q, uint32_t old, uint32_t new);
+/* Count the item in the queue's narmed/nout as linked with this mask (0:
+ * unlinked).  Called after the mask is stored, before the source is polled. */
+void wq_count(struct wq *q, struct item *it, uint32_t events);
+
 struct item *wq_find(struct wq *q, const struct port *p);
 /* Deliver a readiness change with poll key `key` to the watchers: every
  * non-exclusive one, and exclusive ones in order until one instance that has
