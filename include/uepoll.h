@@ -93,6 +93,11 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  *    wakeup picks the instance; each instance that receives an event of the
  *    fd then moves its registration to the back of the fd's wait queue with
  *    EPOLL_CTL_DEL + EPOLL_CTL_ADD: two system calls per wakeup.
+ *  - Turns go to sleeping instances only: a worker that is already running
+ *    keeps taking whatever its next wait finds (a level-triggered listener
+ *    stays ready while its backlog is not empty), so round robin evens out
+ *    steady or sparse arrivals, not a burst that arrives while everyone is
+ *    busy.
  * The value is a bit <sys/epoll.h> does not use; uepoll never passes it to
  * the kernel.
  */

@@ -11,7 +11,7 @@
 # runs one build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev
+scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk
 
 jobs=$(nproc)
 only=${UEPOLL_TEST_ONLY:-}
