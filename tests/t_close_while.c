@@ -104,15 +104,6 @@ static void *waiter_main(void *p)
 	return NULL;
 }
 
-static int join_within(pthread_t th, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000 + 1;
-	return pthread_timedjoin_np(th, NULL, &ts) == 0;
-}
-
 static void start_waiter(struct waiter *w, pthread_t *th)
 {
 	REQUIRE(pthread_create(th, NULL, waiter_main, w) == 0);
@@ -150,7 +141,7 @@ static void test_close_instance_while_waiting(void)
 			CHECK_EQ(uepoll_close(b), 0);
 		}
 		/* returns within its timeout (+ a loose margin), any result */
-		REQUIRE(join_within(th, 10000));
+		REQUIRE(t_join_within(th, 10000));
 		CHECK(w.n >= -1 && w.n <= 2);
 		if (w.n < 0)
 			CHECK(w.err == EBADF || w.err == EINVAL);
@@ -187,7 +178,7 @@ static void test_close_member_while_waiting(void)
 	CHECK_EQ(add(uepoll_ctl, w.ep, efd, 1), 0);
 	start_waiter(&w, &th);
 	CHECK_EQ(uepoll_close(efd), 0);
-	REQUIRE(join_within(th, 10000));
+	REQUIRE(t_join_within(th, 10000));
 	CHECK_EQ(w.n, 0);
 	CHECK_EQ(uepoll_close(w.ep), 0);
 }

@@ -260,15 +260,6 @@ static int wait_started(struct wake_arg *a)
 }
 
 /* Join with a loose upper bound that catches a hang. */
-static int join_within(pthread_t th, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000;
-	return pthread_timedjoin_np(th, NULL, &ts) == 0;
-}
-
 static void test_blocking(void)
 {
 	struct wake_arg a;
@@ -285,7 +276,7 @@ static void test_blocking(void)
 		CHECK(wait_started(&a));
 		CHECK_EQ(a.ret, 0); /* still blocked */
 		CHECK_EQ(ueventfd_write(fd, 9), 0);
-		REQUIRE(join_within(th, 10000));
+		REQUIRE(t_join_within(th, 10000));
 		CHECK_EQ(a.ret, 8);
 		CHECK_EQ(a.val, sem ? 1 : 9);
 		CHECK_EQ(uepoll_close(fd), 0);
@@ -304,7 +295,7 @@ static void test_blocking(void)
 	CHECK_EQ(a.ret, -7);
 	CHECK_EQ(uepoll_read(fd, &v, sizeof(v)), 8);
 	CHECK_EQ(v, EFD_MAX - 1);
-	REQUIRE(join_within(th, 10000));
+	REQUIRE(t_join_within(th, 10000));
 	CHECK_EQ(a.ret, 8);
 	CHECK_EQ(uepoll_read(fd, &v, sizeof(v)), 8);
 	CHECK_EQ(v, 5);
@@ -342,7 +333,7 @@ static void test_fcntl_nonblock(void)
 	CHECK(wait_started(&a));
 	CHECK_EQ(a.ret, 0);	/* blocked, not EAGAIN */
 	CHECK_EQ(ueventfd_write(fd, 4), 0);
-	REQUIRE(join_within(th, 10000));
+	REQUIRE(t_join_within(th, 10000));
 	CHECK_EQ(a.ret, 8);
 	CHECK_EQ(a.val, 4);
 	CHECK_EQ(uepoll_close(fd), 0);
@@ -373,7 +364,7 @@ static void test_eintr(void)
 	REQUIRE(pthread_create(&th, NULL, reader, &a) == 0);
 	CHECK(wait_started(&a));
 	pthread_kill(th, SIGUSR1);
-	REQUIRE(join_within(th, 10000));
+	REQUIRE(t_join_within(th, 10000));
 	CHECK_EQ(a.ret, -1);
 	CHECK_EQ(a.err, EINTR);
 	CHECK_EQ(uepoll_close(fd), 0);
@@ -388,7 +379,7 @@ static void test_eintr(void)
 	REQUIRE(pthread_create(&th, NULL, writer, &a) == 0);
 	CHECK(wait_started(&a));
 	pthread_kill(th, SIGUSR1);
-	REQUIRE(join_within(th, 10000));
+	REQUIRE(t_join_within(th, 10000));
 	CHECK_EQ(a.ret, -1);
 	CHECK_EQ(a.err, EINTR);
 	CHECK_EQ(uepoll_close(fd), 0);

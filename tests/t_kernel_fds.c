@@ -280,15 +280,6 @@ static void *waiter_main(void *p)
 	return NULL;
 }
 
-static int join_within(pthread_t th, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000 + 1;
-	return pthread_timedjoin_np(th, NULL, &ts) == 0;
-}
-
 static void test_blocked_waiter(void)
 {
 	int ep = uepoll_create1(0), efd = ueventfd(0, EFD_NONBLOCK), p[2];
@@ -319,7 +310,7 @@ static void test_blocked_waiter(void)
 			CHECK_EQ(ueventfd_write(efd, 1), 0);
 		else
 			CHECK_EQ(write(p[1], "x", 1), 1);
-		REQUIRE(join_within(th, 10000));
+		REQUIRE(t_join_within(th, 10000));
 		CHECK_EQ(w.n, 1);
 		CHECK_EQ(w.data, source);
 		/*

@@ -105,15 +105,6 @@ static void *waiter_main(void *p)
 	return NULL;
 }
 
-static int join_within(pthread_t th, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000 + 1;
-	return pthread_timedjoin_np(th, NULL, &ts) == 0;
-}
-
 static void run(enum mode mode, int restart)
 {
 	struct waiter w;
@@ -137,7 +128,7 @@ static void run(enum mode mode, int restart)
 		CHECK(t_wait_sleeping(w.tid, 10000));
 		pthread_kill(th, SIGUSR1);
 	}
-	REQUIRE(join_within(th, 12000));
+	REQUIRE(t_join_within(th, 12000));
 
 	switch (mode) {
 	case M_PENDING_PWAIT:

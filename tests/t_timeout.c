@@ -103,15 +103,6 @@ static void *waiter_main(void *p)
 	return NULL;
 }
 
-static int join_within(pthread_t th, int ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += ms / 1000 + 1;
-	return pthread_timedjoin_np(th, NULL, &ts) == 0;
-}
-
 /* A blocked waiter (infinite or huge timeout) is woken by an event. */
 static void test_blocking(enum call c, int timeout, int kernel_source)
 {
@@ -138,7 +129,7 @@ static void test_blocking(enum call c, int timeout, int kernel_source)
 		CHECK_EQ(write(p[1], "x", 1), 1);
 	else
 		CHECK_EQ(ueventfd_write(efd, 1), 0);
-	if (!join_within(th, 10000)) {
+	if (!t_join_within(th, 10000)) {
 		fprintf(stderr, "call %d timeout %d: waiter not woken within 10 s\n",
 			c, timeout);
 		t_failures++;

@@ -181,3 +181,12 @@ void t_watchdog(unsigned int secs)
 	sigaction(SIGALRM, &sa, NULL);
 	alarm(secs);
 }
+
+int t_join_within(pthread_t th, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000 + 1;
+	return pthread_timedjoin_np(th, NULL, &ts) == 0;
+}

@@ -10,6 +10,7 @@
 #define UEPOLL_TESTLIB_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,9 @@ void t_sleep_ms(int ms);
  * failure naming the test instead of a ctest timeout.
  */
 void t_watchdog(unsigned int secs);
+/* Join th if it ends within about ms milliseconds (rounded up to whole
+ * seconds plus one: a loose bound that catches a hang); 1 if joined. */
+int t_join_within(pthread_t th, int ms);
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \
