@@ -92,8 +92,12 @@ static _Atomic int stop;
  * past it.
  */
 struct conn {
-	unsigned char match;
-	unsigned char owner; /* worker id + 1 */
+	/* Atomic (relaxed) only because an fd number passes from one worker to
+	 * another through close() and accept(), an ordering ThreadSanitizer
+	 * cannot see. */
+	_Atomic unsigned char match;
+	/* worker id + 1; read by every worker at shutdown, hence atomic */
+	_Atomic unsigned char owner;
 };
 static struct conn *conns;
 static int nconns;
@@ -118,7 +122,7 @@ static void conn_close(struct worker *w, int fd)
 	 * explicit DEL leaves no stale bookkeeping in any mode and costs the
 	 * same in all of them. */
 	sys->ctl(w->ep, EPOLL_CTL_DEL, fd, NULL);
-	conns[fd].owner = 0;
+	atomic_store_explicit(&conns[fd].owner, 0, memory_order_relaxed);
 	close(fd);
 }
 
@@ -149,12 +153,14 @@ static int do_accept(struct worker *w)
 		/* A small response per request: do not let Nagle hold it
 		 * back waiting for the client's ACK. */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		conns[fd].match = 0;
-		conns[fd].owner = (unsigned char)(w->id + 1);
+		atomic_store_explicit(&conns[fd].match, 0, memory_order_relaxed);
+		atomic_store_explicit(&conns[fd].owner, (unsigned char)(w->id + 1),
+				      memory_order_relaxed);
 		ev.events = EPOLLIN | EPOLLRDHUP;
 		ev.data.u64 = (uint64_t)fd;
 		if (sys->ctl(w->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-			conns[fd].owner = 0;
+			atomic_store_explicit(&conns[fd].owner, 0,
+					      memory_order_relaxed);
 			close(fd);
 			continue;
 		}
@@ -170,7 +176,8 @@ static int do_accept(struct worker *w)
 static unsigned count_requests(struct conn *c, const char *buf, size_t n)
 {
 	static const char term[4] = { '\r', '\n', '\r', '\n' };
-	unsigned m = c->match, done = 0;
+	unsigned m = atomic_load_explicit(&c->match, memory_order_relaxed),
+		 done = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (buf[i] == term[m]) {
@@ -184,7 +191,7 @@ static unsigned count_requests(struct conn *c, const char *buf, size_t n)
 			m = buf[i] == '\r';
 		}
 	}
-	c->match = (unsigned char)m;
+	atomic_store_explicit(&c->match, (unsigned char)m, memory_order_relaxed);
 	return done;
 }
 
@@ -255,7 +262,8 @@ static void *worker_main(void *arg)
 		}
 	}
 	for (int fd = 0; fd < nconns; fd++)
-		if (conns[fd].owner == w->id + 1)
+		if (atomic_load_explicit(&conns[fd].owner,
+					 memory_order_relaxed) == w->id + 1)
 			conn_close(w, fd);
 	return NULL;
 }
