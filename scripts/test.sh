@@ -41,7 +41,7 @@ run_build() {
 		tail -n 40 "$log" | grep -E "tests passed|Failed|\*\*\*|Not Run|Timeout" || true
 		local p f
 		p=$(grep -cE "Test +#[0-9]+: .* Passed" "$log" || true)
-		f=$(grep -cE "Test +#[0-9]+: .* (\*\*\*Failed|\*\*\*Exception|\*\*\*Timeout|Failed)" "$log" || true)
+		f=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .* Failed" "$log" || true)
 		total_pass=$((total_pass + p))
 		total_fail=$((total_fail + f))
 	done
