@@ -125,7 +125,7 @@ static char t_thread_state(int tid)
 	FILE *f;
 	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", tid);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
