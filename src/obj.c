@@ -95,8 +95,9 @@ void uobj_free(struct uobj *o)
 
 void uobj_close(struct uobj *o)
 {
+	/* A closed ueventfd leaves every instance watching it.  An instance
+	 * needs nothing: its items go with its last reference, as the kernel
+	 * keeps an epoll alive while a thread still waits on it. */
 	if (o->type == UOBJ_EVENTFD)
 		uefd_close((struct uefd *)o);
-	else
-		port_close((struct port *)o);
 }

@@ -884,13 +884,6 @@ void port_drop_source(struct wq *q)
 	}
 }
 
-void port_close(struct port *p)
-{
-	/* Nothing to detach: the items go with the last reference, as the
-	 * kernel keeps an epoll alive while a thread still waits on it. */
-	(void)p;
-}
-
 void port_release(struct uobj *o)
 {
 	struct port *p = (struct port *)o;

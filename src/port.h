@@ -96,7 +96,6 @@ void port_revalidate(struct port *p);
 bool port_any_watched(void);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
-void port_close(struct port *p);
 void port_release(struct uobj *o);
 
 #endif

@@ -210,7 +210,7 @@ bool rq_empty(struct readyq *q)
  * written, 0 if the item was dropped, -EFAULT if evs is NULL and an event
  * was due (the item is then queued again by the caller).
  */
-static int rq__deliver(struct readyq *q, struct item *it,
+static int rq__deliver(struct item *it,
 		       struct epoll_event *ev, bool *requeue)
 {
 	uint32_t e = atomic_load_explicit(&it->events, memory_order_relaxed);
@@ -232,7 +232,6 @@ static int rq__deliver(struct readyq *q, struct item *it,
 	}
 	else if (!(e & EPOLLET))
 		*requeue = true;
-	(void)q;
 	return 1;
 }
 
@@ -255,7 +254,7 @@ static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
 			continue;
 		}
 		atomic_store(&it->state, ITEM_IDLE);
-		r = rq__deliver(q, it, evs ? &evs[n] : NULL, &requeue);
+		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue);
 		if (requeue && rq__claim(it))
 			rq__raw_enqueue(q, it);
 		if (r < 0) {
@@ -286,7 +285,7 @@ static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
 		list_del(&it->rdlink);
 		atomic_fetch_sub(&q->count, 1);
 		atomic_store(&it->state, ITEM_IDLE);
-		r = rq__deliver(q, it, evs ? &evs[n] : NULL, &requeue);
+		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue);
 		if (r < 0) {
 			/* Put it back first in line. */
 			list_add_head(&q->head, &it->rdlink);
