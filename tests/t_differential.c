@@ -31,6 +31,8 @@
  */
 #include "testlib.h"
 
+#include <stdbool.h>
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <signal.h>
@@ -249,6 +251,31 @@ static void forget(int i, int end_only, int end)
 
 /* ---- operations ---- */
 
+/*
+ * A create op's results in both worlds: they must agree; a new object takes
+ * slot i.  False when there is no object to keep (an error, or a mismatch,
+ * whose stray fds are closed).
+ */
+static bool adopt(int i, enum kind kind, const char *what, int fk, int ek,
+		  int fu, int eu)
+{
+	if (!same_fd(what, fk, ek, fu, eu)) {
+		if (fk >= 0)
+			close(fk);
+		if (fu >= 0)
+			uepoll_close(fu);
+		return false;
+	}
+	if (fk < 0)
+		return false;
+	memset(&objs[i], 0, sizeof(objs[i]));
+	objs[i].kind = kind;
+	objs[i].kfd[0] = fk;
+	objs[i].ufd[0] = fu;
+	objs[i].kfd[1] = objs[i].ufd[1] = -1;
+	return true;
+}
+
 static void op_create_efd(void)
 {
 	static const unsigned int inits[] = { 0, 0, 1, 3, 0xffffffffu };
@@ -269,20 +296,8 @@ static void op_create_efd(void)
 	errno = 0;
 	fu = ueventfd(init, flags);
 	eu = errno;
-	if (!same_fd("eventfd", fk, ek, fu, eu)) {
-		if (fk >= 0)
-			close(fk);
-		if (fu >= 0)
-			uepoll_close(fu);
+	if (!adopt(i, K_EFD, "eventfd", fk, ek, fu, eu))
 		return;
-	}
-	if (fk < 0)
-		return;
-	memset(&objs[i], 0, sizeof(objs[i]));
-	objs[i].kind = K_EFD;
-	objs[i].kfd[0] = fk;
-	objs[i].ufd[0] = fu;
-	objs[i].kfd[1] = objs[i].ufd[1] = -1;
 	objs[i].count = init;
 	objs[i].efd_flags = flags;
 	forget(i, 0, 0);
@@ -304,20 +319,8 @@ static void op_create_inst(void)
 	errno = 0;
 	fu = uepoll_create1(flags);
 	eu = errno;
-	if (!same_fd("create1", fk, ek, fu, eu)) {
-		if (fk >= 0)
-			close(fk);
-		if (fu >= 0)
-			uepoll_close(fu);
+	if (!adopt(i, K_INST, "create1", fk, ek, fu, eu))
 		return;
-	}
-	if (fk < 0)
-		return;
-	memset(&objs[i], 0, sizeof(objs[i]));
-	objs[i].kind = K_INST;
-	objs[i].kfd[0] = fk;
-	objs[i].ufd[0] = fu;
-	objs[i].kfd[1] = objs[i].ufd[1] = -1;
 	forget(i, 0, 0);
 }
 
