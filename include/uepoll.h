@@ -60,9 +60,32 @@ int uepoll_create1(int flags);
  *                         kernel; kept to compare against.
  * With neither, the environment variable UEPOLL_READYQ=locked|wfcq (read
  * once per process) picks, else the wait-free queue.
+ *
+ * Which of the instance's blocked threads takes a wakeup:
+ *   UEPOLL_WAKE_LIFO      the thread that blocked last, as the kernel does
+ *                         for threads in epoll_wait on one epoll.  The
+ *                         default.  Under a light load the same thread takes
+ *                         nearly every event while the others stay asleep.
+ *   UEPOLL_WAKE_FIFO      the thread that has waited longest; a thread that
+ *                         comes back to wait goes to the back of the line.  So
+ *                         N idle threads and N*k events (one at a time) give
+ *                         exactly k to each.  Cost: one thread at a time
+ *                         sleeps in the kernel and hands the lead to the next
+ *                         when it returns, so each wakeup of an instance with
+ *                         several idle threads costs an eventfd write and a
+ *                         second thread wakeup.  A waiting thread that is not
+ *                         the leader holds one extra fd (an eventfd) while it
+ *                         waits; if none can be opened it waits in LIFO order
+ *                         instead.  Timeouts, signals (EINTR, sigmask) and
+ *                         the events returned are as in LIFO mode; a
+ *                         non-blocking wait (timeout 0) takes what is ready
+ *                         without queueing.
+ * Giving both flags of one kind is EINVAL.
  */
 #define UEPOLL_READYQ_WFCQ 0x1u
 #define UEPOLL_READYQ_LOCKED 0x2u
+#define UEPOLL_WAKE_LIFO 0x4u
+#define UEPOLL_WAKE_FIFO 0x8u
 int uepoll_create2(int flags, unsigned int uflags);
 /* epoll_create(2): size must be > 0 and is otherwise ignored. */
 int uepoll_create(int size);

@@ -37,8 +37,11 @@ UEPOLL_API int uepoll_create1(int flags)
 UEPOLL_API int uepoll_create2(int flags, unsigned int uflags)
 {
 	const unsigned int q = UEPOLL_READYQ_WFCQ | UEPOLL_READYQ_LOCKED;
+	const unsigned int w = UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO;
 
-	if (flags & ~EPOLL_CLOEXEC || uflags & ~q || (uflags & q) == q)
+	/* Two choices of one kind contradict each other. */
+	if (flags & ~EPOLL_CLOEXEC || uflags & ~(q | w) || (uflags & q) == q ||
+	    (uflags & w) == w)
 		return (int)api__ret(-EINVAL);
 	return (int)api__ret(port_create(flags, uflags));
 }
@@ -89,7 +92,7 @@ static int api__wait(struct uobj *o, struct epoll_event *events,
 	else if (o->type != UOBJ_PORT)
 		r = -EINVAL;
 	else
-		r = port_wait((struct port *)o, events, maxevents,
+		r = turn_wait((struct port *)o, events, maxevents,
 			      api__deadline(timeout_ns), sigmask);
 	uobj_put(o);
 	return (int)api__ret(r);

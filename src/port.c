@@ -160,10 +160,12 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nrr, 0);
 	rq_init(&p->rq, port__queue_kind(uflags));
+	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
 
 	old = fdtab_set(kfd, o, &ok);
 	if (!ok) {
 		rq_destroy(&p->rq);
+		turn_destroy(&p->turn);
 		pthread_mutex_destroy(&p->mtx);
 		pthread_mutex_destroy(&p->wlock);
 		r = -ENOMEM;
@@ -922,5 +924,6 @@ void port_release(struct uobj *o)
 	}
 	pthread_mutex_destroy(&p->mtx);
 	pthread_mutex_destroy(&p->wlock);
+	turn_destroy(&p->turn);
 	uobj_free(o);
 }

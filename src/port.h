@@ -10,6 +10,7 @@
 
 #include "obj.h"
 #include "readyq.h"
+#include "turn.h"
 #include "wq.h"
 
 /*
@@ -62,6 +63,8 @@ struct port {
 	_Atomic(struct krec *) krecs;
 	/* Fairness toggle between the userspace and the kernel ready lists. */
 	_Atomic unsigned flip;
+	/* Which of the instance's waiting threads takes a wakeup (turn.c). */
+	struct turn turn;
 
 	/* Producer side: written by signalers. */
 	_Alignas(UEPOLL_CACHELINE) _Atomic int db_set;
@@ -71,7 +74,7 @@ struct port {
 	_Alignas(UEPOLL_CACHELINE) struct readyq rq;
 };
 
-/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_* */
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_*, UEPOLL_WAKE_* */
 /* Signalers write db_set; waiters write the ready queue's consumer side: the
  * two sides of the instance never share a cache line. */
 _Static_assert(offsetof(struct port, db_set) % UEPOLL_CACHELINE == 0 &&

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -111,6 +112,15 @@ int sys_futex_wait(_Atomic uint32_t *addr, uint32_t val)
 void sys_futex_wake(_Atomic uint32_t *addr, int n)
 {
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+int sys_ppoll_in(int fd, const struct timespec *timeout,
+		 const sigset_t *sigmask)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int r = ppoll(&pfd, 1, timeout, sigmask);
+
+	return r < 0 ? -errno : r;
 }
 
 uint64_t sys_now_ns(void)

@@ -25,6 +25,10 @@ int sys_fcntl_getfl(int fd);
 void sys_eventfd_signal(int fd);
 int sys_futex_wait(_Atomic uint32_t *addr, uint32_t val);
 void sys_futex_wake(_Atomic uint32_t *addr, int n);
+/* Sleep until fd is readable (1), the timeout passes (0, NULL: never) or a
+ * signal handler runs (-EINTR); sigmask as ppoll's, applied atomically. */
+int sys_ppoll_in(int fd, const struct timespec *timeout,
+		 const sigset_t *sigmask);
 uint64_t sys_now_ns(void);
 
 #endif

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * turn.c - FIFO thread order inside one instance (UEPOLL_WAKE_FIFO).
+ *
+ * The kernel queues the threads blocked in epoll_wait on one epoll so that
+ * the last to block is the first woken (LIFO).  That is uepoll's default too:
+ * its waiters block in epoll_wait on the instance's kernel epoll.  For FIFO
+ * the threads of an instance form a line:
+ *  - The leader (at most one thread) runs port_wait as in LIFO mode: it is
+ *    the only one that sleeps in the kernel epoll, so every wakeup of the
+ *    instance goes to it.
+ *  - A thread that arrives while there is a leader joins the tail of the line
+ *    and sleeps in ppoll() on an eventfd of its own (created for this wait:
+ *    no fd outlives a wait).  ppoll applies the caller's sigmask atomically
+ *    and returns EINTR after a signal handler whatever SA_RESTART says, as
+ *    epoll_pwait does.
+ *  - The leader, when port_wait returns (events, timeout, EINTR or an error),
+ *    hands the lead to the head of the line: it marks it promoted and writes
+ *    its eventfd.  So the lead, and the next event, always go to the thread
+ *    that has waited longest; a thread that comes back after handling its
+ *    events goes to the tail.
+ *  - A follower whose timeout passes or whose sleep a signal interrupts takes
+ *    the lock and leaves the line, unless it was promoted meanwhile, in which
+ *    case it leads (after a timeout: one non-blocking look, as a timed-out
+ *    kernel waiter also takes what is ready) or hands the lead on (EINTR).
+ * Invariant (models/turn.pml): whenever the line is not empty there is a
+ * leader, and the leader hands over before it returns; so a ready event never
+ * waits while every thread of the instance sleeps on its own eventfd.
+ *
+ * Cost: a handover is one eventfd write (and the follower's wakeup) per
+ * return of a leader that has followers: with several idle threads, each
+ * event costs two thread wakeups instead of the kernel's one.
+ *
+ * LOCKING: turn->lock protects leader, the line and every waiter's promoted
+ * flag.  It nests inside nothing and nothing nests inside it (port_wait runs
+ * without it).  The eventfd write of a handover is made under the lock, and a
+ * follower closes its eventfd only after it has seen, under the lock, that it
+ * left the line (promoted, or removed by itself): so no write can find the
+ * eventfd closed.
+ *
+ * Followers count themselves in port->sleepers, so that an exclusive or
+ * round-robin wakeup still sees the instance as idle while the lead passes
+ * from one thread to the next.  (Counting more sleepers only makes
+ * signalers ring the doorbell more often, which never loses a wakeup.)
+ */
+#include <errno.h>
+#include <sys/eventfd.h>
+
+#include "port.h"
+#include "sys.h"
+#include "turn.h"
+
+struct turn_waiter {
+	struct list link;
+	int efd;
+	bool promoted; /* under turn->lock */
+};
+
+enum { TURN_LEAD = 1 };
+
+void turn_init(struct turn *t, bool fifo)
+{
+	t->fifo = fifo;
+	pthread_mutex_init(&t->lock, NULL);
+	t->leader = false;
+	list_init(&t->line);
+}
+
+void turn_destroy(struct turn *t)
+{
+	pthread_mutex_destroy(&t->lock);
+}
+
+/* The leader leaves: the lead goes to the oldest follower, if any. */
+static void turn__handover(struct turn *t)
+{
+	struct turn_waiter *w;
+
+	pthread_mutex_lock(&t->lock);
+	if (list_empty(&t->line)) {
+		t->leader = false;
+	} else {
+		w = container_of(t->line.next, struct turn_waiter, link);
+		list_del(&w->link);
+		w->promoted = true;
+		sys_eventfd_signal(w->efd);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void turn__remaining(int64_t deadline, struct timespec *ts)
+{
+	uint64_t now = sys_now_ns();
+	uint64_t left = (uint64_t)deadline > now ? (uint64_t)deadline - now : 0;
+
+	ts->tv_sec = (time_t)(left / 1000000000u);
+	ts->tv_nsec = (long)(left % 1000000000u);
+}
+
+/*
+ * Sleep in the line.  TURN_LEAD: this thread now leads.  0: the timeout
+ * passed; -EINTR: a signal handler ran (either way it has left the line).
+ */
+static int turn__follow(struct turn *t, struct turn_waiter *w,
+			int64_t deadline, const sigset_t *sigmask)
+{
+	struct timespec ts;
+	int r;
+
+	for (;;) {
+		if (deadline > 0)
+			turn__remaining(deadline, &ts);
+		r = sys_ppoll_in(w->efd, deadline > 0 ? &ts : NULL, sigmask);
+		/* A timeout that came early (ppoll rounds to its clock) is
+		 * slept again: the deadline is port_wait's. */
+		if (r == 0 && deadline > 0 && sys_now_ns() < (uint64_t)deadline)
+			continue;
+		/* Whatever woke us, the lock tells: promoted is the truth (the
+		 * eventfd only says so), and taking the lock orders our later
+		 * close of the eventfd after the leader's write to it. */
+		pthread_mutex_lock(&t->lock);
+		if (w->promoted)
+			break;
+		if (r <= 0) {
+			list_del(&w->link);
+			pthread_mutex_unlock(&t->lock);
+			return r;
+		}
+		pthread_mutex_unlock(&t->lock); /* (cannot happen) */
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (r != -EINTR)
+		return TURN_LEAD; /* after a timeout: lead for one look */
+	turn__handover(t);
+	return r;
+}
+
+int turn_wait(struct port *p, struct epoll_event *evs, int max,
+	      int64_t deadline, const sigset_t *sigmask)
+{
+	struct turn *t = &p->turn;
+	struct turn_waiter w;
+	int r;
+
+	if (!t->fifo || deadline == 0 || !evs)
+		return port_wait(p, evs, max, deadline, sigmask);
+
+	pthread_mutex_lock(&t->lock);
+	if (!t->leader) {
+		t->leader = true;
+		pthread_mutex_unlock(&t->lock);
+	} else {
+		w.efd = sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (w.efd < 0) {
+			/* No fd to sleep on (EMFILE): wait beside the line,
+			 * in the kernel's order, rather than fail with an
+			 * errno that epoll_wait never returns. */
+			pthread_mutex_unlock(&t->lock);
+			return port_wait(p, evs, max, deadline, sigmask);
+		}
+		w.promoted = false;
+		list_add_tail(&t->line, &w.link);
+		/* Pairs with the exclusive-wakeup check in port_item_signal:
+		 * see the comment at the top of this file. */
+		atomic_fetch_add(&p->sleepers, 1);
+		pthread_mutex_unlock(&t->lock);
+		r = turn__follow(t, &w, deadline, sigmask);
+		atomic_fetch_sub(&p->sleepers, 1);
+		sys_close(w.efd);
+		if (r == 0) /* timed out: one look, as the kernel's waiter */
+			return port_wait(p, evs, max, 0, sigmask);
+		if (r != TURN_LEAD)
+			return r;
+	}
+	r = port_wait(p, evs, max, deadline, sigmask);
+	turn__handover(t);
+	return r;
+}
