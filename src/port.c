@@ -259,7 +259,7 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			pthread_mutex_unlock(&p->mtx);
 			return it ? -EEXIST : -EBADF;
 		}
-		it = calloc(1, sizeof(*it));
+		it = item_alloc();
 		if (!it) {
 			pthread_mutex_unlock(&q->lock);
 			pthread_mutex_unlock(&p->mtx);
