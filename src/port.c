@@ -12,8 +12,10 @@
  * where either kind wakes them.
  *
  * LOCKING (outermost first):
- *   port->mtx      serialises ctl on the port, removal of a closed source's
- *                  items and release; protects port->items.
+ *   port->mtx      serialises ctl on the port (except a ueventfd's MOD,
+ *                  which runs under that source's wq->lock alone: see
+ *                  port__mod_user), removal of a closed source's items and
+ *                  release; protects port->items.
  *   wq->lock       a source's wait queue (eventfd.c, wq.c).
  *   rq->lock       the ready queue's consumer lock: harvests, item->data,
  *                  writes of item->events (readyq.c).  With the wait-free
@@ -228,6 +230,52 @@ static void port__free_item(struct port *p, struct item *it)
 	rq_retire(&p->rq, it);
 }
 
+/* ADD and MOD queue the item at once when the source is ready.  The poll
+ * comes after the item is visible to signalers (seq_cst wq.n and count: see
+ * wq.h), so a concurrent change is seen by one side. */
+static void port__queue_if_ready(struct port *p, struct item *it,
+				 uint32_t events)
+{
+	if (item_poll(it) & events) {
+		if (rq_enqueue(&p->rq, it))
+			port__kick_edge(p);
+		else
+			port__kick(p);
+	}
+}
+
+/*
+ * MOD of a ueventfd's item.  It runs under the source's wq->lock alone, not
+ * the instance's mtx: the lock keeps the item alive (it is freed only after
+ * being unlinked under that lock) and serialises MODs of the item, so its
+ * mask and its armed count change together.  Taking mtx as well made the
+ * threads of a work-queue pattern (wait, read, MOD to re-arm) convoy: one
+ * MOD waited for a wq->lock held by a signaler while the others queued on
+ * mtx behind it.  The signal path does the same under the same lock
+ * (enqueue, kick), so nothing here is new to it.
+ */
+static int port__mod_user(struct port *p, struct wq *q, uint32_t events,
+			  uint64_t data)
+{
+	struct item *it;
+
+	pthread_mutex_lock(&q->lock);
+	it = wq_find(q, p);
+	if (!it || (atomic_load_explicit(&it->events, memory_order_relaxed) &
+		    EPOLLEXCLUSIVE)) {
+		pthread_mutex_unlock(&q->lock);
+		return it ? -EINVAL : -ENOENT;
+	}
+	rq_update(&p->rq, it, events, data);
+	/* After the new mask is stored, before the poll below: a signal that
+	 * then sees the counts also sees the mask (seq_cst RMW; see wq.h). */
+	wq_count(q, it, events);
+	port_revalidate(p);
+	port__queue_if_ready(p, it, events);
+	pthread_mutex_unlock(&q->lock);
+	return 0;
+}
+
 static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			  struct epoll_event *ev)
 {
@@ -248,6 +296,8 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 	    (op != EPOLL_CTL_ADD || !(events & EPOLLEXCLUSIVE)))
 		return -EINVAL;
 	events |= EPOLLERR | EPOLLHUP;
+	if (op == EPOLL_CTL_MOD)
+		return port__mod_user(p, q, events, ev->data.u64);
 
 	pthread_mutex_lock(&p->mtx);
 	pthread_mutex_lock(&q->lock);
@@ -274,26 +324,6 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 		list_add_tail(&p->items, &it->portlink);
 		pthread_mutex_unlock(&q->lock);
 		break;
-	case EPOLL_CTL_MOD:
-		if (!it) {
-			pthread_mutex_unlock(&q->lock);
-			pthread_mutex_unlock(&p->mtx);
-			return -ENOENT;
-		}
-		if (atomic_load_explicit(&it->events, memory_order_relaxed) &
-		    EPOLLEXCLUSIVE) {
-			pthread_mutex_unlock(&q->lock);
-			pthread_mutex_unlock(&p->mtx);
-			return -EINVAL;
-		}
-		pthread_mutex_unlock(&q->lock);
-		rq_update(&p->rq, it, events, ev->data.u64);
-		/* Still linked (p->mtx held).  After the new mask is stored,
-		 * before the poll below: a signal that then sees the counts
-		 * also sees the mask (seq_cst RMW; see wq.h). */
-		wq_count(q, it, events);
-		port_revalidate(p);
-		break;
 	default: /* EPOLL_CTL_DEL */
 		if (it)
 			wq_unlink(q, it);
@@ -307,15 +337,7 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 		pthread_mutex_unlock(&p->mtx);
 		return 0;
 	}
-	/* ADD and MOD queue the item at once when the source is ready.  The
-	 * poll comes after the item is visible to signalers (seq_cst wq.n and
-	 * count: see wq.h), so a concurrent change is seen by one side. */
-	if (item_poll(it) & events) {
-		if (rq_enqueue(&p->rq, it))
-			port__kick_edge(p);
-		else
-			port__kick(p);
-	}
+	port__queue_if_ready(p, it, events);
 	pthread_mutex_unlock(&p->mtx);
 	return 0;
 }
