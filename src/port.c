@@ -500,6 +500,11 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
 	    inner == p)
 		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	/* EPOLLEXCLUSIVE on an epoll: the kernel's EINVAL, given before it
+	 * polls the target.  Answered before port__set_watched, whose prune of
+	 * the inner's ready queue would otherwise reorder its events. */
+	if (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE))
+		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	pthread_mutex_lock(&p->mtx);
 	n = port__krec_find(p, inner, fd);
 	if (!n && op == EPOLL_CTL_ADD) {

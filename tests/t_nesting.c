@@ -270,6 +270,69 @@ static void test_mixed(void)
 	CHECK_EQ(uepoll_close(efd), 0);
 }
 
+/*
+ * A refused nesting (EPOLLEXCLUSIVE on an instance: EINVAL) has no side
+ * effect on the instance it tried to add, as in the kernel, which refuses it
+ * before it polls the target.  Found by the fuzzer (tests/fuzz): the refused
+ * ADD pruned the inner's ready queue, so an item that was queued, emptied
+ * and filled again moved behind the others.
+ */
+static void one_world(int (*create1)(int),
+		      int (*ctl)(int, int, int, struct epoll_event *),
+		      int (*wait)(int, struct epoll_event *, int, int),
+		      int (*efd)(unsigned int, int), int (*cl)(int),
+		      int *rc, int *err, uint64_t *order)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	int outer = create1(0), inner = create1(0);
+	int a = efd(1, EFD_NONBLOCK), b = efd(1, EFD_NONBLOCK);
+	eventfd_t v;
+
+	REQUIRE(outer >= 0 && inner >= 0 && a >= 0 && b >= 0);
+	ev.data.u64 = 1;
+	CHECK_EQ(ctl(inner, EPOLL_CTL_ADD, a, &ev), 0);
+	ev.data.u64 = 2;
+	CHECK_EQ(ctl(inner, EPOLL_CTL_ADD, b, &ev), 0);
+	/* a stays queued first while empty: the kernel only drops it when the
+	 * instance is polled */
+	CHECK_EQ(uepoll_read(a, &v, sizeof(v)), 8);
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	errno = 0;
+	*rc = ctl(outer, EPOLL_CTL_ADD, inner, &ev);
+	*err = errno;
+	CHECK_EQ(uepoll_write(a, &(uint64_t){ 1 }, 8), 8);
+	CHECK_EQ(wait(inner, out, 4, 0), 2);
+	order[0] = out[0].data.u64;
+	order[1] = out[1].data.u64;
+	CHECK_EQ(cl(a), 0);
+	CHECK_EQ(cl(b), 0);
+	CHECK_EQ(cl(inner), 0);
+	CHECK_EQ(cl(outer), 0);
+}
+
+static int k_close(int fd)
+{
+	return close(fd);
+}
+
+static void test_refused_add_no_side_effect(void)
+{
+	uint64_t ko[2], uo[2];
+	int kr, ke, ur, ue;
+
+	one_world(epoll_create1, epoll_ctl, epoll_wait, eventfd, k_close, &kr,
+		  &ke, ko);
+	one_world(uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
+		  uepoll_close, &ur, &ue, uo);
+	CHECK_EQ(kr, -1);
+	CHECK_EQ(ke, EINVAL);
+	CHECK_EQ(ur, kr);
+	CHECK_EQ(ue, ke);
+	CHECK_EQ(ko[0], 1);
+	CHECK_EQ(uo[0], ko[0]);
+	CHECK_EQ(uo[1], ko[1]);
+}
+
 int main(void)
 {
 	t_begin("t_nesting");
@@ -278,5 +341,6 @@ int main(void)
 	test_loops();
 	test_depth();
 	test_mixed();
+	test_refused_add_no_side_effect();
 	return t_end();
 }
