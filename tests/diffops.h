@@ -32,6 +32,8 @@ extern size_t diff_loglen;
 /* Totals over all sequences, so that a weak generator shows. */
 struct diff_stats {
 	unsigned long ctl_ok, ctl_err, events, wait_sets, mismatches;
+	/* tolerated extra edges of nested instances (extra_edges_ok) */
+	unsigned long extra_edges;
 };
 extern struct diff_stats diff_stats;
 
