@@ -652,15 +652,20 @@ static bool port__ready(struct port *p, int depth)
 	port__clear_db(p);
 	if (!rq_empty(&p->rq))
 		return true; /* something came meanwhile */
-	/* The kernel limits nesting; this bound only guards the recursion. */
+	/* Clear what is stale in the instances p holds, so that the kernel's
+	 * poll below sees their fds exact.  Whether one of them being ready
+	 * makes p ready is the kernel's to say: p's registration of it may
+	 * not ask for EPOLLIN (an epoll fd reports nothing else) or may be a
+	 * disarmed one-shot.  The kernel limits nesting; this bound only
+	 * guards the recursion. */
 	if (depth < 8) {
 		for (n = atomic_load_explicit(&p->krecs, memory_order_acquire);
 		     n; n = n->next)
-			if (atomic_load_explicit(&n->inner, memory_order_acquire) &&
-			    port__nest_ready(n, depth))
-				return true;
+			if (atomic_load_explicit(&n->inner, memory_order_acquire))
+				port__nest_ready(n, depth);
 	}
-	/* What is left readable is kernel fds (or a ring that just came). */
+	/* What is left readable is kernel fds, held instances (or a ring
+	 * that just came). */
 	return poll(&pfd, 1, 0) > 0;
 }
 

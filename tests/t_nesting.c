@@ -333,6 +333,52 @@ static void test_refused_add_no_side_effect(void)
 	CHECK_EQ(uo[1], ko[1]);
 }
 
+/*
+ * An instance held through a registration that does not ask for EPOLLIN
+ * (an epoll fd reports nothing else) does not make its holder ready, even
+ * when it has events.  Found by the fuzzer: a holder's check of a nested
+ * instance counted the instances *it* held as ready whatever the mask.
+ */
+static int mask_world(int (*create1)(int),
+		      int (*ctl)(int, int, int, struct epoll_event *),
+		      int (*wait)(int, struct epoll_event *, int, int),
+		      int (*efd)(unsigned int, int), int (*cl)(int))
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	int outer = create1(0), mid = create1(0), inner = create1(0);
+	int e = efd(1, EFD_NONBLOCK), other = efd(0, EFD_NONBLOCK), n;
+
+	REQUIRE(outer >= 0 && mid >= 0 && inner >= 0 && e >= 0 && other >= 0);
+	CHECK_EQ(ctl(inner, EPOLL_CTL_ADD, e, &ev), 0);
+	/* other is writable now: queued in mid, whose fd turns readable */
+	ev.events = EPOLLOUT;
+	CHECK_EQ(ctl(mid, EPOLL_CTL_ADD, other, &ev), 0);
+	ev.events = EPOLLOUT | EPOLLERR;
+	CHECK_EQ(ctl(mid, EPOLL_CTL_ADD, inner, &ev), 0);
+	ev.events = EPOLLIN;
+	CHECK_EQ(ctl(outer, EPOLL_CTL_ADD, mid, &ev), 0);
+	/* full: other is not writable any more, mid's readiness is stale */
+	CHECK_EQ(uepoll_write(other, &(uint64_t){ 0xfffffffffffffffeull }, 8), 8);
+	n = wait(outer, out, 4, 0);
+	CHECK_EQ(cl(e), 0);
+	CHECK_EQ(cl(other), 0);
+	CHECK_EQ(cl(inner), 0);
+	CHECK_EQ(cl(mid), 0);
+	CHECK_EQ(cl(outer), 0);
+	return n;
+}
+
+static void test_nested_mask(void)
+{
+	int k = mask_world(epoll_create1, epoll_ctl, epoll_wait, eventfd,
+			   k_close);
+	int u = mask_world(uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
+			   uepoll_close);
+
+	CHECK_EQ(k, 0);
+	CHECK_EQ(u, k);
+}
+
 int main(void)
 {
 	t_begin("t_nesting");
@@ -342,5 +388,6 @@ int main(void)
 	test_depth();
 	test_mixed();
 	test_refused_add_no_side_effect();
+	test_nested_mask();
 	return t_end();
 }
