@@ -602,11 +602,27 @@ static void port__clear_db(struct port *p)
 
 static bool port__ready(struct port *p, int depth);
 
+/*
+ * A prune holds the queue's items in a private queue for a moment, and
+ * rq_empty() (lock-free) may then see the queue empty: a port__clear_db
+ * running meanwhile zeroes the doorbell and does not ring again.  So a prune
+ * that kept items rings (seq_cst: either it sees that db_set == 0 or the
+ * clear's later rq_empty() sees the items back); usually db_set is 1 and
+ * this is one load.
+ */
+static bool port__prune(struct port *p)
+{
+	if (!rq_prune(&p->rq))
+		return false;
+	port__kick(p);
+	return true;
+}
+
 void port_revalidate(struct port *p)
 {
 	if (!atomic_load_explicit(&p->watched, memory_order_relaxed))
 		return;
-	if (!rq_prune(&p->rq))
+	if (!port__prune(p))
 		port__clear_db(p);
 }
 
@@ -647,7 +663,7 @@ static bool port__ready(struct port *p, int depth)
 	struct pollfd pfd = { .fd = p->obj.fd, .events = POLLIN };
 	struct krec *n;
 
-	if (rq_prune(&p->rq))
+	if (port__prune(p))
 		return true;
 	port__clear_db(p);
 	if (!rq_empty(&p->rq))
