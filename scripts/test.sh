@@ -2,7 +2,8 @@
 # The README's test command: installs what it needs, builds uepoll three
 # ways and runs the whole test suite in each:
 #   build-test/  RelWithDebInfo, -Werror
-#   build-asan/  AddressSanitizer + UBSan (LeakSanitizer included)
+#   build-asan/  AddressSanitizer + UBSan (LeakSanitizer forced on), and a
+#                bounded run of the differential fuzzer (tests/fuzz/)
 #   build-tsan/  ThreadSanitizer
 # and each build's tests twice: with the wait-free and with the locked ready
 # queue.  Every test also checks that it leaked no fd; the spin models run
@@ -32,7 +33,10 @@ run_build() {
 	for q in wfcq locked; do
 		echo "== $name tests, ready queue $q"
 		local log="$dir/ctest-$q.log"
+		# LeakSanitizer on in the ASan build whatever the caller's
+		# ASAN_OPTIONS say (harmless elsewhere).
 		if UEPOLL_READYQ=$q UEPOLL_TEST_SCALE=$scale \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" \
 			ctest --test-dir "$dir" --output-on-failure -j"$jobs" >"$log" 2>&1; then
 			:
 		else
