@@ -12,7 +12,7 @@
 # runs one build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk
+scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk valgrind
 
 jobs=$(nproc)
 only=${UEPOLL_TEST_ONLY:-}
