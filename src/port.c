@@ -117,6 +117,17 @@ static int port__queue_kind(unsigned int uflags)
 	return d;
 }
 
+/* Incarnations of instances (port->gen). */
+static _Atomic uint64_t port__gens;
+
+/* n is a record of this incarnation of inner, not of an earlier object at
+ * the same address. */
+static bool port__krec_is(struct krec *n, struct port *inner)
+{
+	return atomic_load_explicit(&n->inner_gen, memory_order_relaxed) ==
+	       atomic_load_explicit(&inner->gen, memory_order_relaxed);
+}
+
 int port_create(int flags, unsigned int uflags)
 {
 	struct epoll_event dbev = { .events = EPOLLIN | EPOLLET };
@@ -159,6 +170,8 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->db_lt, false);
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nrr, 0);
+	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
+		&port__gens, 1, memory_order_relaxed) + 1, memory_order_relaxed);
 	rq_init(&p->rq, port__queue_kind(uflags));
 
 	old = fdtab_set(kfd, o, &ok);
@@ -507,6 +520,17 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	pthread_mutex_lock(&p->mtx);
 	n = port__krec_find(p, inner, fd);
+	if (n && !port__krec_is(n, inner)) {
+		/* Left by a closed instance whose memory and fd number inner
+		 * now has: the kernel dropped that registration.  Reuse the
+		 * record as a new one. */
+		if (op != EPOLL_CTL_ADD) {
+			pthread_mutex_unlock(&p->mtx);
+			return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+		}
+		port__krec_free(n);
+		n = NULL;
+	}
 	if (!n && op == EPOLL_CTL_ADD) {
 		n = port__krec_new(p);
 		if (!n) {
@@ -514,6 +538,10 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 			return -ENOMEM;
 		}
 		atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
+		atomic_store_explicit(&n->inner_gen,
+				      atomic_load_explicit(&inner->gen,
+							   memory_order_relaxed),
+				      memory_order_relaxed);
 		atomic_store_explicit(&n->inner, inner, memory_order_release);
 		fresh = true;
 	}
@@ -651,7 +679,8 @@ static bool port__nest_ready(struct krec *n, int depth)
 	bool ready = true; /* not ours any more: trust the kernel */
 
 	if (o && o == &atomic_load_explicit(&n->inner,
-					    memory_order_relaxed)->obj)
+					    memory_order_relaxed)->obj &&
+	    port__krec_is(n, (struct port *)o))
 		ready = port__ready((struct port *)o, depth + 1);
 	if (o)
 		uobj_put(o);
@@ -938,7 +967,7 @@ void port_release(struct uobj *o)
 		if (in) {
 			struct uobj *io = fdtab_get(atomic_load(&n->fd));
 
-			if (io == &in->obj)
+			if (io == &in->obj && port__krec_is(n, in))
 				port__set_watched(in, -1);
 			if (io)
 				uobj_put(io);
