@@ -23,6 +23,10 @@
  *    one edge per idle->ready transition, not one per write.
  *  - O_NONBLOCK cleared with fcntl() on a ueventfd is seen from the second
  *    empty read after a successful one.
+ *  - After fork() each process has its own copy of the userspace state (a
+ *    ueventfd's counter is not shared, unlike an eventfd's; kernel fds are):
+ *    use the objects in one process, and close them in the other with
+ *    uepoll_close() or leave them alone.
  *  - The fd of a uepoll instance, seen by poll()/select()/a kernel epoll or
  *    another event loop, is readable whenever uepoll_wait() would return events.
  *    After a uepoll_wait() returned the last ready event it may stay readable

@@ -2,7 +2,8 @@
 # The README's test command: installs what it needs, builds uepoll three
 # ways and runs the whole test suite in each:
 #   build-test/  RelWithDebInfo, -Werror
-#   build-asan/  AddressSanitizer + UBSan (LeakSanitizer included)
+#   build-asan/  AddressSanitizer + UBSan (LeakSanitizer forced on), and a
+#                bounded run of the differential fuzzer (tests/fuzz/)
 #   build-tsan/  ThreadSanitizer
 # and each build's tests twice: with the wait-free and with the locked ready
 # queue.  Every test also checks that it leaked no fd; the spin models run
@@ -11,7 +12,7 @@
 # runs one build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk
+scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk valgrind
 
 jobs=$(nproc)
 only=${UEPOLL_TEST_ONLY:-}
@@ -38,7 +39,10 @@ run_build() {
 		if [ "$name" != default ] || [ "$q" != wfcq ]; then
 			skip=(-E '^models$')
 		fi
+		# LeakSanitizer on in the ASan build whatever the caller's
+		# ASAN_OPTIONS say (harmless elsewhere).
 		if UEPOLL_READYQ=$q UEPOLL_TEST_SCALE=$scale \
+			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" \
 			ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}" >"$log" 2>&1; then
 			:
 		else

@@ -152,6 +152,8 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 
 	if (n < sizeof(v) || (n > sizeof(v) && !uefd__long_write_ok()))
 		return -EINVAL;
+	if (!buf) /* the kernel's failed copy; other bad pointers fault */
+		return -EFAULT;
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
@@ -205,6 +207,10 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			if (c == take && port_any_watched() &&
 			    atomic_load(&e->wq.n))
 				wq_unready(&e->wq);
+			/* The kernel, too, has taken the value when its copy to
+			 * a NULL buffer fails. */
+			if (!buf)
+				return -EFAULT;
 			memcpy(buf, &take, sizeof(take));
 			return sizeof(take);
 		}

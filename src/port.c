@@ -119,6 +119,17 @@ static int port__queue_kind(unsigned int uflags)
 	return d;
 }
 
+/* Incarnations of instances (port->gen). */
+static _Atomic uint64_t port__gens;
+
+/* n is a record of this incarnation of inner, not of an earlier object at
+ * the same address. */
+static bool port__krec_is(struct krec *n, struct port *inner)
+{
+	return atomic_load_explicit(&n->inner_gen, memory_order_relaxed) ==
+	       atomic_load_explicit(&inner->gen, memory_order_relaxed);
+}
+
 int port_create(int flags, unsigned int uflags)
 {
 	struct epoll_event dbev = { .events = EPOLLIN | EPOLLET };
@@ -161,6 +172,8 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->db_lt, false);
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nrr, 0);
+	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
+		&port__gens, 1, memory_order_relaxed) + 1, memory_order_relaxed);
 	rq_init(&p->rq, port__queue_kind(uflags));
 	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
 
@@ -524,8 +537,24 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
 	    inner == p)
 		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	/* EPOLLEXCLUSIVE on an epoll: the kernel's EINVAL, given before it
+	 * polls the target.  Answered before port__set_watched, whose prune of
+	 * the inner's ready queue would otherwise reorder its events. */
+	if (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE))
+		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	pthread_mutex_lock(&p->mtx);
 	n = port__krec_find(p, inner, fd);
+	if (n && !port__krec_is(n, inner)) {
+		/* Left by a closed instance whose memory and fd number inner
+		 * now has: the kernel dropped that registration.  Reuse the
+		 * record as a new one. */
+		if (op != EPOLL_CTL_ADD) {
+			pthread_mutex_unlock(&p->mtx);
+			return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+		}
+		port__krec_free(n);
+		n = NULL;
+	}
 	if (!n && op == EPOLL_CTL_ADD) {
 		n = port__krec_new(p);
 		if (!n) {
@@ -533,6 +562,10 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 			return -ENOMEM;
 		}
 		atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
+		atomic_store_explicit(&n->inner_gen,
+				      atomic_load_explicit(&inner->gen,
+							   memory_order_relaxed),
+				      memory_order_relaxed);
 		atomic_store_explicit(&n->inner, inner, memory_order_release);
 		fresh = true;
 	}
@@ -621,11 +654,27 @@ static void port__clear_db(struct port *p)
 
 static bool port__ready(struct port *p, int depth);
 
+/*
+ * A prune holds the queue's items in a private queue for a moment, and
+ * rq_empty() (lock-free) may then see the queue empty: a port__clear_db
+ * running meanwhile zeroes the doorbell and does not ring again.  So a prune
+ * that kept items rings (seq_cst: either it sees that db_set == 0 or the
+ * clear's later rq_empty() sees the items back); usually db_set is 1 and
+ * this is one load.
+ */
+static bool port__prune(struct port *p)
+{
+	if (!rq_prune(&p->rq))
+		return false;
+	port__kick(p);
+	return true;
+}
+
 void port_revalidate(struct port *p)
 {
 	if (!atomic_load_explicit(&p->watched, memory_order_relaxed))
 		return;
-	if (!rq_prune(&p->rq))
+	if (!port__prune(p))
 		port__clear_db(p);
 }
 
@@ -654,7 +703,8 @@ static bool port__nest_ready(struct krec *n, int depth)
 	bool ready = true; /* not ours any more: trust the kernel */
 
 	if (o && o == &atomic_load_explicit(&n->inner,
-					    memory_order_relaxed)->obj)
+					    memory_order_relaxed)->obj &&
+	    port__krec_is(n, (struct port *)o))
 		ready = port__ready((struct port *)o, depth + 1);
 	if (o)
 		uobj_put(o);
@@ -666,20 +716,25 @@ static bool port__ready(struct port *p, int depth)
 	struct pollfd pfd = { .fd = p->obj.fd, .events = POLLIN };
 	struct krec *n;
 
-	if (rq_prune(&p->rq))
+	if (port__prune(p))
 		return true;
 	port__clear_db(p);
 	if (!rq_empty(&p->rq))
 		return true; /* something came meanwhile */
-	/* The kernel limits nesting; this bound only guards the recursion. */
+	/* Clear what is stale in the instances p holds, so that the kernel's
+	 * poll below sees their fds exact.  Whether one of them being ready
+	 * makes p ready is the kernel's to say: p's registration of it may
+	 * not ask for EPOLLIN (an epoll fd reports nothing else) or may be a
+	 * disarmed one-shot.  The kernel limits nesting; this bound only
+	 * guards the recursion. */
 	if (depth < 8) {
 		for (n = atomic_load_explicit(&p->krecs, memory_order_acquire);
 		     n; n = n->next)
-			if (atomic_load_explicit(&n->inner, memory_order_acquire) &&
-			    port__nest_ready(n, depth))
-				return true;
+			if (atomic_load_explicit(&n->inner, memory_order_acquire))
+				port__nest_ready(n, depth);
 	}
-	/* What is left readable is kernel fds (or a ring that just came). */
+	/* What is left readable is kernel fds, held instances (or a ring
+	 * that just came). */
 	return poll(&pfd, 1, 0) > 0;
 }
 
@@ -936,7 +991,7 @@ void port_release(struct uobj *o)
 		if (in) {
 			struct uobj *io = fdtab_get(atomic_load(&n->fd));
 
-			if (io == &in->obj)
+			if (io == &in->obj && port__krec_is(n, in))
 				port__set_watched(in, -1);
 			if (io)
 				uobj_put(io);

@@ -30,6 +30,10 @@ struct krec {
 	_Atomic int fd;
 	_Atomic uint64_t data;
 	_Atomic uint32_t rr_events; /* as registered, without EPOLLROUNDROBIN */
+	/* inner->gen when it was added: a closed inner's memory and fd number
+	 * may both be reused by a new instance, which this record must not
+	 * be taken for (its registration went with the old one's fd). */
+	_Atomic uint64_t inner_gen;
 };
 
 struct port {
@@ -58,6 +62,9 @@ struct port {
 	pthread_mutex_t wlock; /* watched/db_lt transitions */
 	/* Round-robin kernel registrations among krecs. */
 	_Atomic int nrr;
+	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
+	 * by a holder that found this object through its fd and address. */
+	_Atomic uint64_t gen;
 	/* Nested instances and round-robin kernel fds (append-only list, see
 	 * struct krec). */
 	_Atomic(struct krec *) krecs;

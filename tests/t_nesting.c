@@ -270,6 +270,166 @@ static void test_mixed(void)
 	CHECK_EQ(uepoll_close(efd), 0);
 }
 
+/*
+ * A refused nesting (EPOLLEXCLUSIVE on an instance: EINVAL) has no side
+ * effect on the instance it tried to add, as in the kernel, which refuses it
+ * before it polls the target.  Found by the fuzzer (tests/fuzz): the refused
+ * ADD pruned the inner's ready queue, so an item that was queued, emptied
+ * and filled again moved behind the others.
+ */
+static void one_world(int (*create1)(int),
+		      int (*ctl)(int, int, int, struct epoll_event *),
+		      int (*wait)(int, struct epoll_event *, int, int),
+		      int (*efd)(unsigned int, int), int (*cl)(int),
+		      int *rc, int *err, uint64_t *order)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	int outer = create1(0), inner = create1(0);
+	int a = efd(1, EFD_NONBLOCK), b = efd(1, EFD_NONBLOCK);
+	eventfd_t v;
+
+	REQUIRE(outer >= 0 && inner >= 0 && a >= 0 && b >= 0);
+	ev.data.u64 = 1;
+	CHECK_EQ(ctl(inner, EPOLL_CTL_ADD, a, &ev), 0);
+	ev.data.u64 = 2;
+	CHECK_EQ(ctl(inner, EPOLL_CTL_ADD, b, &ev), 0);
+	/* a stays queued first while empty: the kernel only drops it when the
+	 * instance is polled */
+	CHECK_EQ(uepoll_read(a, &v, sizeof(v)), 8);
+	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
+	errno = 0;
+	*rc = ctl(outer, EPOLL_CTL_ADD, inner, &ev);
+	*err = errno;
+	CHECK_EQ(uepoll_write(a, &(uint64_t){ 1 }, 8), 8);
+	CHECK_EQ(wait(inner, out, 4, 0), 2);
+	order[0] = out[0].data.u64;
+	order[1] = out[1].data.u64;
+	CHECK_EQ(cl(a), 0);
+	CHECK_EQ(cl(b), 0);
+	CHECK_EQ(cl(inner), 0);
+	CHECK_EQ(cl(outer), 0);
+}
+
+static int k_close(int fd)
+{
+	return close(fd);
+}
+
+static void test_refused_add_no_side_effect(void)
+{
+	uint64_t ko[2], uo[2];
+	int kr, ke, ur, ue;
+
+	one_world(epoll_create1, epoll_ctl, epoll_wait, eventfd, k_close, &kr,
+		  &ke, ko);
+	one_world(uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
+		  uepoll_close, &ur, &ue, uo);
+	CHECK_EQ(kr, -1);
+	CHECK_EQ(ke, EINVAL);
+	CHECK_EQ(ur, kr);
+	CHECK_EQ(ue, ke);
+	CHECK_EQ(ko[0], 1);
+	CHECK_EQ(uo[0], ko[0]);
+	CHECK_EQ(uo[1], ko[1]);
+}
+
+/*
+ * An instance held through a registration that does not ask for EPOLLIN
+ * (an epoll fd reports nothing else) does not make its holder ready, even
+ * when it has events.  Found by the fuzzer: a holder's check of a nested
+ * instance counted the instances *it* held as ready whatever the mask.
+ */
+static int mask_world(int (*create1)(int),
+		      int (*ctl)(int, int, int, struct epoll_event *),
+		      int (*wait)(int, struct epoll_event *, int, int),
+		      int (*efd)(unsigned int, int), int (*cl)(int))
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	int outer = create1(0), mid = create1(0), inner = create1(0);
+	int e = efd(1, EFD_NONBLOCK), other = efd(0, EFD_NONBLOCK), n;
+
+	REQUIRE(outer >= 0 && mid >= 0 && inner >= 0 && e >= 0 && other >= 0);
+	CHECK_EQ(ctl(inner, EPOLL_CTL_ADD, e, &ev), 0);
+	/* other is writable now: queued in mid, whose fd turns readable */
+	ev.events = EPOLLOUT;
+	CHECK_EQ(ctl(mid, EPOLL_CTL_ADD, other, &ev), 0);
+	ev.events = EPOLLOUT | EPOLLERR;
+	CHECK_EQ(ctl(mid, EPOLL_CTL_ADD, inner, &ev), 0);
+	ev.events = EPOLLIN;
+	CHECK_EQ(ctl(outer, EPOLL_CTL_ADD, mid, &ev), 0);
+	/* full: other is not writable any more, mid's readiness is stale */
+	CHECK_EQ(uepoll_write(other, &(uint64_t){ 0xfffffffffffffffeull }, 8), 8);
+	n = wait(outer, out, 4, 0);
+	CHECK_EQ(cl(e), 0);
+	CHECK_EQ(cl(other), 0);
+	CHECK_EQ(cl(inner), 0);
+	CHECK_EQ(cl(mid), 0);
+	CHECK_EQ(cl(outer), 0);
+	return n;
+}
+
+static void test_nested_mask(void)
+{
+	int k = mask_world(epoll_create1, epoll_ctl, epoll_wait, eventfd,
+			   k_close);
+	int u = mask_world(uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
+			   uepoll_close);
+
+	CHECK_EQ(k, 0);
+	CHECK_EQ(u, k);
+}
+
+/*
+ * A closed nested instance whose memory and fd number a new instance then
+ * gets: the holder's record of the old one must not be taken for the new
+ * one.  Found by the fuzzer: closing the holder "un-watched" the new
+ * instance (watched -1), which then pruned its ready queue on every read
+ * that emptied a source and returned its events out of order.
+ */
+static void reuse_world(int (*create1)(int),
+			int (*ctl)(int, int, int, struct epoll_event *),
+			int (*wait)(int, struct epoll_event *, int, int),
+			int (*efd)(unsigned int, int), int (*cl)(int),
+			uint64_t *order)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	int h = create1(0), z = create1(0), y, e[3];
+	uint64_t v;
+
+	REQUIRE(h >= 0 && z >= 0);
+	CHECK_EQ(ctl(h, EPOLL_CTL_ADD, z, &ev), 0);
+	CHECK_EQ(cl(z), 0);
+	y = create1(0); /* uepoll: z's memory and fd number */
+	REQUIRE(y >= 0);
+	CHECK_EQ(cl(h), 0);
+	for (int i = 0; i < 3; i++) {
+		e[i] = efd(1, EFD_NONBLOCK);
+		REQUIRE(e[i] >= 0);
+		ev.data.u64 = (uint64_t)i;
+		CHECK_EQ(ctl(y, EPOLL_CTL_ADD, e[i], &ev), 0);
+	}
+	/* e[1] stays first in line while empty, in the kernel */
+	CHECK_EQ(uepoll_read(e[1], &v, sizeof(v)), 8);
+	CHECK_EQ(uepoll_write(e[1], &(uint64_t){ 1 }, 8), 8);
+	CHECK_EQ(wait(y, out, 4, 0), 3);
+	for (int i = 0; i < 3; i++) {
+		order[i] = out[i].data.u64;
+		CHECK_EQ(cl(e[i]), 0);
+	}
+	CHECK_EQ(cl(y), 0);
+}
+
+static void test_reused_inner(void)
+{
+	uint64_t ko[3], uo[3];
+
+	reuse_world(epoll_create1, epoll_ctl, epoll_wait, eventfd, k_close, ko);
+	reuse_world(uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
+		    uepoll_close, uo);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ(uo[i], ko[i]);
+}
+
 int main(void)
 {
 	t_begin("t_nesting");
@@ -278,5 +438,8 @@ int main(void)
 	test_loops();
 	test_depth();
 	test_mixed();
+	test_refused_add_no_side_effect();
+	test_nested_mask();
+	test_reused_inner();
 	return t_end();
 }
