@@ -98,8 +98,10 @@ enum metric {
 	M_JAIN,
 	M_LAT_P50,
 	M_LAT_P99,
+	M_LAT_MAX,
 	M_CPU_CONS,
 	M_CPU_PROD,
+	M_CPU_OTHER,
 	M_COUNT
 };
 
