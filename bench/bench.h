@@ -102,6 +102,7 @@ enum metric {
 	M_CPU_CONS,
 	M_CPU_PROD,
 	M_CPU_OTHER,
+	M_TIMER_CTX_PER_S,
 	M_COUNT
 };
 

@@ -222,6 +222,8 @@ const struct metric_info metric_info[M_COUNT] = {
 	/* The process's CPU time beyond the scenario's own threads (in
 	 * pubsub: uepoll's timer thread). */
 	[M_CPU_OTHER] = { "cpu_pct_other", 2, true },
+	/* Context switches of uepoll's timer thread per second (pubsub). */
+	[M_TIMER_CTX_PER_S] = { "timer_ctx_per_s", 0, true },
 };
 
 void metrics_init(struct metrics *m)
