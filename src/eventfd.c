@@ -189,8 +189,11 @@ static void uefd__deliver(struct uefd *e)
 {
 	if (atomic_load(&e->wq.n))
 		wq_kick(&e->wq);
-	/* seq_cst, pairs with the writers' CAS on count (MIRROR). */
-	if (atomic_load(&e->count) > 0)
+	/* seq_cst, pairs with the writers' CAS on count (MIRROR).  Not when
+	 * the number was closed with close() and already reused: the
+	 * signal would land on someone else's fd. */
+	if (atomic_load(&e->count) > 0 &&
+	    !atomic_load_explicit(&e->obj.fd_lost, memory_order_relaxed))
 		uefd__arm(e);
 }
 

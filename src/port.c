@@ -227,11 +227,19 @@ bool port_item_signal(struct item *it, uint32_t key, bool *held)
 
 void port_item_kick(struct item *it)
 {
+	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
+	struct port *p = it->port;
+
 	/* seq_cst, pairs with the harvest's store of IDLE: IDLE means a
 	 * waiter that was awake took the item after the held signal queued
 	 * it, so nobody sleeps on it. */
-	if (atomic_load(&it->state) == ITEM_QUEUED)
-		port__kick_edge(it->port);
+	if (atomic_load(&it->state) != ITEM_QUEUED)
+		return;
+	port__kick_edge(p);
+	/* As in port_item_signal: a held instance's fd stays exact. */
+	if (atomic_load_explicit(&p->watched, memory_order_relaxed) &&
+	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
+		port_revalidate(p);
 }
 
 /* The item has left its source's wait queue: drop it from the instance. */

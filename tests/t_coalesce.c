@@ -268,6 +268,32 @@ static void test_last_write(void)
 	CHECK_EQ(uepoll_close(b.ep), 0);
 	CHECK_EQ(uepoll_close(b.fd), 0);
 
+	/* Blocked on an outer instance that holds the watching instance. */
+	{
+		int inner = uepoll_create1(0);
+		struct epoll_event oev = { .events = EPOLLIN, .data.u64 = 5 };
+
+		b.fd = ueventfd(0, EFD_NONBLOCK);
+		b.ep = uepoll_create1(0);
+		REQUIRE(b.fd >= 0 && b.ep >= 0 && inner >= 0);
+		REQUIRE(set_co(b.fd, 5000, 0) == 0);
+		ev.events = EPOLLIN;
+		REQUIRE(uepoll_ctl(inner, EPOLL_CTL_ADD, b.fd, &ev) == 0);
+		REQUIRE(uepoll_ctl(b.ep, EPOLL_CTL_ADD, inner, &oev) == 0);
+		th = start_sleeper(waiter, &b);
+		CHECK_EQ(ueventfd_write(b.fd, 1), 0);
+		CHECK(t_join_within(th, 2000));
+		CHECK_EQ(b.r, 1);
+		CHECK_EQ(b.got, 5);
+		CHECK_EQ(ueventfd_read(b.fd, &v), 0);
+		CHECK_EQ(v, 1);
+		/* Drained: the inner instance no longer reads as ready. */
+		CHECK_EQ(uepoll_wait(b.ep, &oev, 1, 0), 0);
+		CHECK_EQ(uepoll_close(b.ep), 0);
+		CHECK_EQ(uepoll_close(inner), 0);
+		CHECK_EQ(uepoll_close(b.fd), 0);
+	}
+
 	/* poll() on the ueventfd's fd by another event loop. */
 	b.fd = ueventfd(0, EFD_NONBLOCK);
 	REQUIRE(b.fd >= 0);
