@@ -207,6 +207,8 @@ struct hist {
 	uint64_t b[HIST_BUCKETS];
 };
 void hist_add(struct hist *h, uint64_t ns);
+/* n samples of the same value. */
+void hist_add_n(struct hist *h, uint64_t ns, uint64_t n);
 /* Percentile (0..100) in microseconds; NaN when empty. */
 double hist_pct_us(const struct hist *h, double pct);
 

@@ -5,7 +5,9 @@
  * time; a subscriber waits on it (epoll/uepoll instance) and reads the
  * counter.  Each write is stamped in a ring indexed by its sequence number;
  * since every write adds 1, the subscriber knows which writes a read
- * collected, and the latency is from the oldest of them to the read.
+ * collected.  Latency is per write, from the write to the read that collects
+ * it: each read samples LAT_SAMPLES of its writes evenly (the oldest always,
+ * so the max is exact), each standing for its share of the read's writes.
  * Correctness: after a final drain, the sum read equals the writes.
  *
  * Variants (issue 7): the kernel eventfd; a ueventfd waking at once; and
@@ -29,6 +31,8 @@
 
 #define RING_BITS 22
 #define RING (1u << RING_BITS)
+
+#define LAT_SAMPLES 8u
 
 #define TAG_SRC 1u
 #define TAG_STOP 2u
@@ -136,15 +140,23 @@ static void ps_collect(struct ps *ps, uint64_t v)
 	uint64_t t = now_ns(), first = ps->collected;
 	uint64_t pub = atomic_load_explicit(&ps->pub_n, memory_order_acquire);
 
+	uint64_t k = v < LAT_SAMPLES ? v : LAT_SAMPLES, w = v / k;
+
 	ps->collected += v;
-	/* The stamp of write `first` was overwritten if the ring wrapped. */
-	if (pub - first >= RING) {
-		ps->lat_skipped++;
-		return;
+	for (uint64_t j = 0; j < k; j++) {
+		uint64_t seq = first + j * (v / k);
+
+		/* Its stamp was overwritten if the ring wrapped since. */
+		if (pub - seq >= RING) {
+			ps->lat_skipped++;
+			continue;
+		}
+		/* The remainder of v / k rides on the oldest sample. */
+		hist_add_n(ps->h,
+			   t - atomic_load_explicit(&ps->stamp[seq & (RING - 1)],
+						    memory_order_relaxed),
+			   j == 0 ? w + v % k : w);
 	}
-	hist_add(ps->h,
-		 t - atomic_load_explicit(&ps->stamp[first & (RING - 1)],
-					  memory_order_relaxed));
 }
 
 static void *ps_sub(void *arg)
