@@ -67,18 +67,22 @@ static void uefd__timer_fn(struct timer *t);
 /* A decimal number at *s (no sign); advances *s past it. */
 static bool uefd__parse_num(const char **s, uint64_t *out)
 {
+	int saved = errno; /* a successful ueventfd() leaves errno alone */
 	unsigned long long x;
+	bool ok;
 	char *end;
 
 	if (**s < '0' || **s > '9')
 		return false;
 	errno = 0;
 	x = strtoull(*s, &end, 10);
-	if (errno)
-		return false;
-	*out = x;
-	*s = end;
-	return true;
+	ok = errno == 0;
+	errno = saved;
+	if (ok) {
+		*out = x;
+		*s = end;
+	}
+	return ok;
 }
 
 /*

@@ -175,9 +175,9 @@ static void timer__child(void)
 {
 	pthread_condattr_t ca;
 
-	/* Only this thread exists: fresh lock and condition, no timer thread
-	 * (the parent's did not come along). */
-	pthread_mutex_init(&timer__g.lock, NULL);
+	/* Only this thread exists, and it holds the lock (timer__prepare);
+	 * a fresh condition, and no timer thread (the parent's did not come
+	 * along). */
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&timer__g.cond, &ca);
@@ -188,6 +188,7 @@ static void timer__child(void)
 	 * this fails they run once a later arm starts the thread. */
 	if (timer__g.n)
 		timer__start();
+	pthread_mutex_unlock(&timer__g.lock);
 }
 
 static void timer__setup(void)
