@@ -216,7 +216,7 @@ static int timer__start(void)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&a, 64 * 1024);
+	pthread_attr_setstacksize(&a, 256 * 1024); /* ample, sanitizers included */
 	r = pthread_create(&th, &a, timer__main, NULL);
 	pthread_attr_destroy(&a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
