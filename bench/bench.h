@@ -98,8 +98,11 @@ enum metric {
 	M_JAIN,
 	M_LAT_P50,
 	M_LAT_P99,
+	M_LAT_MAX,
 	M_CPU_CONS,
 	M_CPU_PROD,
+	M_CPU_OTHER,
+	M_TIMER_CTX_PER_S,
 	M_COUNT
 };
 
@@ -204,6 +207,8 @@ struct hist {
 	uint64_t b[HIST_BUCKETS];
 };
 void hist_add(struct hist *h, uint64_t ns);
+/* n samples of the same value. */
+void hist_add_n(struct hist *h, uint64_t ns, uint64_t n);
 /* Percentile (0..100) in microseconds; NaN when empty. */
 double hist_pct_us(const struct hist *h, double pct);
 

@@ -216,8 +216,14 @@ const struct metric_info metric_info[M_COUNT] = {
 	[M_JAIN] = { "jain_fairness", 3, false },
 	[M_LAT_P50] = { "latency_p50_us", 1, true },
 	[M_LAT_P99] = { "latency_p99_us", 1, true },
+	[M_LAT_MAX] = { "latency_max_us", 1, true },
 	[M_CPU_CONS] = { "cpu_pct_consumer", 1, true },
 	[M_CPU_PROD] = { "cpu_pct_producer", 1, true },
+	/* The process's CPU time beyond the scenario's own threads (in
+	 * pubsub: uepoll's timer thread). */
+	[M_CPU_OTHER] = { "cpu_pct_other", 2, true },
+	/* Context switches of uepoll's timer thread per second (pubsub). */
+	[M_TIMER_CTX_PER_S] = { "timer_ctx_per_s", 0, true },
 };
 
 void metrics_init(struct metrics *m)

@@ -5,18 +5,34 @@
  * time; a subscriber waits on it (epoll/uepoll instance) and reads the
  * counter.  Each write is stamped in a ring indexed by its sequence number;
  * since every write adds 1, the subscriber knows which writes a read
- * collected, and the latency is from the oldest of them to the read.
+ * collected.  Latency is per write, from the write to the read that collects
+ * it: each read samples LAT_SAMPLES of its writes evenly (the oldest always,
+ * so the max is exact), each standing for its share of the read's writes.
  * Correctness: after a final drain, the sum read equals the writes.
+ *
+ * Variants (issue 7): the kernel eventfd; a ueventfd waking at once; and
+ * ueventfds with coalesced wakeups (ueventfd_coalesce): 1 ms and 5 ms delay,
+ * and a count threshold.  cpu_pct_other is the process's CPU beyond the two
+ * threads: uepoll's timer thread, which delivers the held wakeups.
+ * wakeups_per_s counts the subscriber's real wakeups (its voluntary context
+ * switches: each is a wait that slept), not its wait calls: a wait that
+ * finds the counter non-zero returns without sleeping, on both systems.
  */
 #include "bench.h"
 
+#include <uepoll.h>
+
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 
 #define RING_BITS 22
 #define RING (1u << RING_BITS)
+
+#define LAT_SAMPLES 8u
 
 #define TAG_SRC 1u
 #define TAG_STOP 2u
@@ -40,15 +56,83 @@ static void ps_size(bool quick, struct params *p, int *reps)
 	*reps = quick ? 1 : 5;
 }
 
+/* bcase.flags indexes this table. */
+static const struct ps_variant {
+	const char *name;
+	unsigned systems;
+	uint32_t delay_us;
+	uint64_t count;
+} ps_variants[] = {
+	{ "efd", SYSM_KU, 0, 0 },
+	{ "efd-delay1ms", SYSM(SYS_UEPOLL), 1000, 0 },
+	{ "efd-delay5ms", SYSM(SYS_UEPOLL), 5000, 0 },
+	/* The count ends most holds early: a wakeup per 64k writes. */
+	{ "efd-delay5ms-count64k", SYSM(SYS_UEPOLL), 5000, 65536 },
+};
+
 static int ps_cases(struct bcase *out, int max)
 {
-	if (max < 1)
-		return 0;
-	snprintf(out[0].variant, sizeof(out[0].variant), "efd");
-	out[0].src = SRC_EFD;
-	out[0].flags = 0;
-	out[0].systems = SYSM_KU;
-	return 1;
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(ps_variants) / sizeof(ps_variants[0]) &&
+			   n < max;
+	     i++, n++) {
+		snprintf(out[n].variant, sizeof(out[n].variant), "%s",
+			 ps_variants[i].name);
+		out[n].src = SRC_EFD;
+		out[n].flags = (uint32_t)i;
+		out[n].systems = ps_variants[i].systems;
+		snprintf(out[n].pair, sizeof(out[n].pair), "efd");
+	}
+	return n;
+}
+
+/*
+ * Context switches of uepoll's timer thread ("uepoll-timer") so far; it
+ * starts inside this rep's process, so that is all of this rep's.  NaN when
+ * the process has none.
+ */
+static double ps_timer_ctx(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	double n = NAN;
+
+	if (!d)
+		return NAN;
+	while ((de = readdir(d))) {
+		char path[300], line[128];
+		long v;
+		FILE *f;
+		bool timer = false;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		timer = fgets(line, sizeof(line), f) &&
+			!strncmp(line, "uepoll-timer", 12);
+		fclose(f);
+		if (!timer)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = 0;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+			    sscanf(line, "nonvoluntary_ctxt_switches: %ld",
+				   &v) == 1)
+				n += (double)v;
+		fclose(f);
+	}
+	closedir(d);
+	return n;
 }
 
 static void ps_collect(struct ps *ps, uint64_t v)
@@ -56,15 +140,23 @@ static void ps_collect(struct ps *ps, uint64_t v)
 	uint64_t t = now_ns(), first = ps->collected;
 	uint64_t pub = atomic_load_explicit(&ps->pub_n, memory_order_acquire);
 
+	uint64_t k = v < LAT_SAMPLES ? v : LAT_SAMPLES, w = v / k;
+
 	ps->collected += v;
-	/* The stamp of write `first` was overwritten if the ring wrapped. */
-	if (pub - first >= RING) {
-		ps->lat_skipped++;
-		return;
+	for (uint64_t j = 0; j < k; j++) {
+		uint64_t seq = first + j * (v / k);
+
+		/* Its stamp was overwritten if the ring wrapped since. */
+		if (pub - seq >= RING) {
+			ps->lat_skipped++;
+			continue;
+		}
+		/* The remainder of v / k rides on the oldest sample. */
+		hist_add_n(ps->h,
+			   t - atomic_load_explicit(&ps->stamp[seq & (RING - 1)],
+						    memory_order_relaxed),
+			   j == 0 ? w + v % k : w);
 	}
-	hist_add(ps->h,
-		 t - atomic_load_explicit(&ps->stamp[first & (RING - 1)],
-					  memory_order_relaxed));
 }
 
 static void *ps_sub(void *arg)
@@ -74,8 +166,10 @@ static void *ps_sub(void *arg)
 	struct epoll_event evs[4];
 	bool stop = false;
 	uint64_t c0 = thread_cpu_ns(), v;
+	struct rusage ru0, ru1;
 
 	pin_self(1);
+	getrusage(RUSAGE_THREAD, &ru0);
 	atomic_fetch_add(&ps->started, 1);
 	while (!stop) {
 		bool got = false;
@@ -86,7 +180,6 @@ static void *ps_sub(void *arg)
 				continue;
 			die("%s: wait: %s", s->name, strerror(errno));
 		}
-		ps->wakeups++;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.u64 == TAG_SRC)
 				got = true;
@@ -104,6 +197,8 @@ static void *ps_sub(void *arg)
 	if (v)
 		ps_collect(ps, v);
 	ps->cpu_ns = thread_cpu_ns() - c0;
+	getrusage(RUSAGE_THREAD, &ru1);
+	ps->wakeups = (uint64_t)(ru1.ru_nvcsw - ru0.ru_nvcsw);
 	return NULL;
 }
 
@@ -123,6 +218,14 @@ static void ps_run(const struct sys *s, const struct bcase *c,
 	if (!ps.stamp || !ps.h)
 		die("out of memory");
 	src_open(s, c->src, &ps.src);
+	if (s->id == SYS_UEPOLL) {
+		const struct ps_variant *v = &ps_variants[c->flags];
+		struct ueventfd_coalesce co = { .delay_us = v->delay_us,
+						.count = v->count };
+
+		if (ueventfd_coalesce(ps.src.rfd, &co, NULL) < 0)
+			die("ueventfd_coalesce: %s", strerror(errno));
+	}
 	ps.stopfd = s->efd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	ps.ep = s->create(EPOLL_CLOEXEC);
 	if (ps.stopfd < 0 || ps.ep < 0)
@@ -184,6 +287,13 @@ static void ps_run(const struct sys *s, const struct bcase *c,
 	m->v[M_CPU_PROD] = 100.0 * (double)prod_cpu / 1e9 / m->v[M_WALL_S];
 	m->v[M_LAT_P50] = hist_pct_us(ps.h, 50);
 	m->v[M_LAT_P99] = hist_pct_us(ps.h, 99);
+	m->v[M_LAT_MAX] = hist_pct_us(ps.h, 100);
+	if (s->id == SYS_UEPOLL)
+		m->v[M_TIMER_CTX_PER_S] = ps_timer_ctx() / m->v[M_WALL_S];
+	m->v[M_CPU_OTHER] = 100.0 * fmax(0.0, (m->v[M_USER_S] + m->v[M_SYS_S]) -
+						      ((double)ps.cpu_ns +
+						       (double)prod_cpu) / 1e9) /
+			    m->v[M_WALL_S];
 
 	s->close(ps.ep);
 	s->close(ps.stopfd);

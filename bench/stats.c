@@ -93,14 +93,19 @@ static double hist_value(int i)
 	return ((double)(HIST_SUB + sub) + 0.5) * ldexp(1.0, shift);
 }
 
-void hist_add(struct hist *h, uint64_t ns)
+void hist_add_n(struct hist *h, uint64_t ns, uint64_t n)
 {
 	int i = hist_index(ns);
 
 	if (i >= HIST_BUCKETS)
 		i = HIST_BUCKETS - 1;
-	h->b[i]++;
-	h->count++;
+	h->b[i] += n;
+	h->count += n;
+}
+
+void hist_add(struct hist *h, uint64_t ns)
+{
+	hist_add_n(h, ns, 1);
 }
 
 double hist_pct_us(const struct hist *h, double pct)

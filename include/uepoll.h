@@ -153,6 +153,55 @@ int uepoll_close(int fd);
 int ueventfd_read(int fd, eventfd_t *value);
 int ueventfd_write(int fd, eventfd_t value);
 
+/*
+ * Coalesced wakeups (no kernel counterpart; man ueventfd_coalesce(3)).
+ * A non-semaphore eventfd sums its writes, so one wakeup can collect many.
+ * With delay_us > 0, a write that would wake a sleeper (a thread blocked in
+ * uepoll_read(), a thread blocked in uepoll_wait() on an instance watching
+ * the ueventfd, or whoever polls the ueventfd's fd with poll()/select()/a
+ * kernel epoll/another event loop) holds that wakeup for at most delay_us
+ * microseconds, and the writes in between ride on it.
+ *   delay_us  0: wake at once (no coalescing); at most
+ *             UEVENTFD_COALESCE_MAX_US (100 ms).
+ *   flags     must be 0.
+ *   count     0: no threshold.  Else a write that brings the counter to
+ *             count or more wakes at once (the counter is the pending
+ *             value: with writes of 1, count writes).
+ * Guarantees:
+ *  - A write is never lost and is visible at once: uepoll_read() of a
+ *    non-empty counter and a uepoll_wait() that does not sleep (timeout 0,
+ *    or a thread that was not asleep) see it immediately.  Only the waking
+ *    of sleepers is delayed.
+ *  - A waiter asleep when a write lands is woken within delay_us of the
+ *    first held write (plus scheduling latency), or at once by a write
+ *    that reaches count.  The last write of a burst is delivered too.
+ *  - When no one sleeps on the ueventfd a write makes no system call, with
+ *    or without a delay.  A held wakeup is run by one process-wide thread
+ *    ("uepoll-timer", started on the first held wakeup, all signals
+ *    blocked), which sleeps with no timeout while nothing is pending: no
+ *    timer is armed and nothing runs then.
+ *  - Closing the ueventfd, or changing its setting, delivers a held wakeup
+ *    at once (closing with one pending is safe).
+ *  - Semaphore-mode ueventfds always wake at once: setting delay_us > 0 on
+ *    one fails with EINVAL, and the default below does not apply to them.
+ * Default at creation: the environment variable
+ * UEPOLL_EVENTFD_COALESCE="delay_us[,count]", read once per process at the
+ * first ueventfd() (malformed or out of range: no coalescing); else none.
+ * A later ueventfd_coalesce() overrides it for one ueventfd (call it right
+ * after ueventfd() to set it "at creation").
+ * ueventfd_coalesce(fd, set, old): set may be NULL (only read), old may be
+ * NULL; old receives the setting in force before the call.  0, or -1 with
+ * errno EBADF (fd is not a ueventfd) or EINVAL (bad set).
+ */
+#define UEVENTFD_COALESCE_MAX_US 100000u
+struct ueventfd_coalesce {
+	uint32_t delay_us;
+	uint32_t flags;
+	uint64_t count;
+};
+int ueventfd_coalesce(int fd, const struct ueventfd_coalesce *set,
+		      struct ueventfd_coalesce *old);
+
 #ifdef __cplusplus
 }
 #endif

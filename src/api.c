@@ -195,6 +195,26 @@ UEPOLL_API int uepoll_close(int fd)
 	return 0;
 }
 
+_Static_assert(sizeof(struct ueventfd_coalesce) == 16 &&
+		       offsetof(struct ueventfd_coalesce, count) == 8,
+	       "struct ueventfd_coalesce is part of the ABI");
+
+UEPOLL_API int ueventfd_coalesce(int fd, const struct ueventfd_coalesce *set,
+				 struct ueventfd_coalesce *old)
+{
+	struct uobj *o = fdtab_get(fd);
+	int r;
+
+	if (!o || o->type != UOBJ_EVENTFD) {
+		if (o)
+			uobj_put(o);
+		return (int)api__ret(-EBADF);
+	}
+	r = uefd_coalesce((struct uefd *)o, set, old);
+	uobj_put(o);
+	return (int)api__ret(r);
+}
+
 UEPOLL_API int ueventfd_read(int fd, eventfd_t *value)
 {
 	return uepoll_read(fd, value, sizeof(*value)) == sizeof(*value) ? 0 : -1;

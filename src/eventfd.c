@@ -26,13 +26,34 @@
  * The kernel fd may therefore stay readable after the counter was emptied,
  * until the second read in a row that finds it empty.
  *
- * LOCKING: count, mirror, wseq, wwaiters are atomics (no lock).  wq.lock
- * protects the list of watching items and nests outside every instance's
- * readyq lock (wq_wake -> port_item_signal -> rq_enqueue).
+ * COALESCE (ueventfd_coalesce, non-semaphore only).  A write with a delay
+ * set, whose new counter value is below the count threshold, does all of a
+ * write's work except the system calls that wake: it adds to the counter,
+ * queues the watching items (wq_wake with hold), and notes whether an
+ * instance's doorbell was not rung or the mirror was clear.  If so it arms
+ * the ueventfd's timer (timer.c), unless it is armed already; at the
+ * deadline the timer thread rings what is still owed (uefd__deliver):
+ * doorbells of instances whose item is still queued (wq_kick), and the
+ * mirror if the counter is still non-zero.  So readers that are awake see
+ * every write at once (the counter and the ready queues are up to date);
+ * only sleepers wait, at most `delay`.  No lost wakeup: a held ring is
+ * decided after the item is queued and the counter updated, exactly where
+ * the write would have rung (DOORBELL in port.c, MIRROR above), and the
+ * timer looks again after it cleared `pending` (PENDING in timer.c; the
+ * held walk and the kick both hold wq.lock, which orders a write's queueing
+ * before or after the kick's look).  A write that reaches the count, a
+ * change of the setting and a close deliver at once.
+ *
+ * LOCKING: count, mirror, wseq, wwaiters, co_* are atomics (no lock).
+ * wq.lock protects the list of watching items and nests outside every
+ * instance's readyq lock (wq_wake -> port_item_signal -> rq_enqueue); it
+ * also serialises ueventfd_coalesce calls.  The timer's lock is a leaf
+ * taken with no other lock held.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
@@ -41,8 +62,68 @@
 #include "port.h"
 #include "sys.h"
 
+static void uefd__timer_fn(struct timer *t);
+
+/* A decimal number at *s (no sign); advances *s past it. */
+static bool uefd__parse_num(const char **s, uint64_t *out)
+{
+	int saved = errno; /* a successful ueventfd() leaves errno alone */
+	unsigned long long x;
+	bool ok;
+	char *end;
+
+	if (**s < '0' || **s > '9')
+		return false;
+	errno = 0;
+	x = strtoull(*s, &end, 10);
+	ok = errno == 0;
+	errno = saved;
+	if (ok) {
+		*out = x;
+		*s = end;
+	}
+	return ok;
+}
+
+/*
+ * The process default from UEPOLL_EVENTFD_COALESCE="delay_us[,count]", read
+ * once.  Malformed or out-of-range values mean no coalescing (a library
+ * cannot fail the program for its environment).
+ */
+static void uefd__default(struct ueventfd_coalesce *d)
+{
+	static _Atomic int known; /* 0 unknown, 1 read */
+	static _Atomic uint32_t ddelay;
+	static _Atomic uint64_t dcount;
+
+	/* acquire: pairs with the release store below (the values are stored
+	 * before it; two racing first calls store the same values). */
+	if (!atomic_load_explicit(&known, memory_order_acquire)) {
+		const char *s = getenv("UEPOLL_EVENTFD_COALESCE");
+		uint64_t delay = 0, count = 0;
+		bool ok = s && uefd__parse_num(&s, &delay) &&
+			  delay <= UEVENTFD_COALESCE_MAX_US;
+
+		if (ok && *s == ',') {
+			s++;
+			ok = uefd__parse_num(&s, &count);
+		}
+		if (ok && !*s) {
+			atomic_store_explicit(&ddelay, (uint32_t)delay,
+					      memory_order_relaxed);
+			atomic_store_explicit(&dcount, count,
+					      memory_order_relaxed);
+		}
+		atomic_store_explicit(&known, 1, memory_order_release);
+	}
+	d->delay_us = atomic_load_explicit(&ddelay, memory_order_relaxed);
+	d->flags = 0;
+	d->count = atomic_load_explicit(&dcount, memory_order_relaxed);
+}
+
 int uefd_create(unsigned int initval, int flags)
 {
+	struct ueventfd_coalesce dflt;
 	struct uobj *o, *old;
 	struct uefd *e;
 	bool ok;
@@ -67,6 +148,12 @@ int uefd_create(unsigned int initval, int flags)
 	atomic_init(&e->wseq, 0);
 	atomic_init(&e->wwaiters, 0);
 	atomic_init(&e->empty_reads, 1); /* no successful read yet */
+	uefd__default(&dflt);
+	if (e->semaphore)
+		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
+	atomic_init(&e->co_delay_us, dflt.delay_us);
+	atomic_init(&e->co_count, dflt.count);
+	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
 	wq_init(&e->wq);
 
 	old = fdtab_set(kfd, o, &ok);
@@ -99,6 +186,36 @@ static void uefd__arm(struct uefd *e)
 {
 	if (atomic_load(&e->mirror) == 0 && atomic_exchange(&e->mirror, 1) == 0)
 		sys_eventfd_signal(e->obj.fd);
+}
+
+/* The wakeups held by earlier writes (COALESCE): ring what is still owed. */
+static void uefd__deliver(struct uefd *e)
+{
+	if (atomic_load(&e->wq.n))
+		wq_kick(&e->wq);
+	/* seq_cst, pairs with the writers' CAS on count (MIRROR).  Not when
+	 * the number was closed with close() and already reused: the
+	 * signal would land on someone else's fd. */
+	if (atomic_load(&e->count) > 0 &&
+	    !atomic_load_explicit(&e->obj.fd_lost, memory_order_relaxed))
+		uefd__arm(e);
+}
+
+static void uefd__timer_fn(struct timer *t)
+{
+	uefd__deliver(container_of(t, struct uefd, co_timer));
+}
+
+/* Hold this write's wakeups?  `now` is the counter after the write. */
+static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
+{
+	uint32_t d = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
+	uint64_t cnt;
+
+	if (!d)
+		return 0;
+	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	return cnt && now >= cnt ? 0 : d;
 }
 
 /* Wait until the counter may have room: futex on wseq, bumped by readers. */
@@ -147,6 +264,8 @@ static bool uefd__long_write_ok(void)
 
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
+	uint32_t hold;
+	bool held = false;
 	uint64_t v, c;
 	int r;
 
@@ -169,12 +288,21 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		if (atomic_compare_exchange_weak(&e->count, &c, c + v))
 			break;
 	}
+	hold = uefd__hold_us(e, c + v);
 	/* The kernel wakes EPOLLIN watchers on every write, even of 0: an
 	 * edge-triggered watcher sees one event per write. */
 	if (atomic_load(&e->wq.narmed))
-		wq_wake(&e->wq, EPOLLIN);
-	if (c + v > 0)
-		uefd__arm(e);
+		held = wq_wake(&e->wq, EPOLLIN, hold != 0);
+	if (c + v > 0) {
+		if (!hold)
+			uefd__arm(e);
+		else if (atomic_load(&e->mirror) == 0)
+			held = true; /* seq_cst, as in uefd__arm */
+	}
+	/* COALESCE: a sleeper is owed a wakeup; the timer delivers it, or we
+	 * do now if it cannot be armed. */
+	if (held && timer_arm(&e->co_timer, (uint64_t)hold * 1000u) < 0)
+		uefd__deliver(e);
 	return sizeof(v);
 }
 
@@ -203,7 +331,7 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			}
 			/* The kernel wakes EPOLLOUT watchers on every read. */
 			if (atomic_load(&e->wq.nout))
-				wq_wake(&e->wq, EPOLLOUT);
+				wq_wake(&e->wq, EPOLLOUT, false);
 			if (c == take && port_any_watched() &&
 			    atomic_load(&e->wq.n))
 				wq_unready(&e->wq);
@@ -246,6 +374,40 @@ void uefd_close(struct uefd *e)
 	e->wq.dead = true;
 	pthread_mutex_unlock(&e->wq.lock);
 	port_drop_source(&e->wq);
+	/* A held wakeup is delivered now rather than dropped: a thread still
+	 * blocked in uepoll_read gets the mirror it was owed. */
+	if (timer_cancel(&e->co_timer))
+		uefd__deliver(e);
+}
+
+int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
+		  struct ueventfd_coalesce *old)
+{
+	struct ueventfd_coalesce o;
+
+	if (set && (set->flags || set->delay_us > UEVENTFD_COALESCE_MAX_US))
+		return -EINVAL;
+	/* A semaphore ueventfd wakes at once: only "no delay" is accepted. */
+	if (set && e->semaphore && set->delay_us)
+		return -EINVAL;
+	pthread_mutex_lock(&e->wq.lock);
+	o.delay_us = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
+	o.flags = 0;
+	o.count = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	if (set) {
+		atomic_store_explicit(&e->co_count, set->count,
+				      memory_order_relaxed);
+		atomic_store_explicit(&e->co_delay_us, set->delay_us,
+				      memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&e->wq.lock);
+	/* A new setting ends the wakeup held under the old one (early is
+	 * always within the bound). */
+	if (set && timer_cancel(&e->co_timer))
+		uefd__deliver(e);
+	if (old)
+		*old = o;
+	return 0;
 }
 
 void uefd_release(struct uobj *o)

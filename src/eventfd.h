@@ -7,7 +7,10 @@
 
 #include <sys/types.h>
 
+#include "uepoll.h"
+
 #include "obj.h"
+#include "timer.h"
 #include "wq.h"
 
 struct uefd {
@@ -26,6 +29,13 @@ struct uefd {
 	/* Writers blocked on a full counter sleep on wseq. */
 	_Atomic uint32_t wseq;
 	_Atomic int wwaiters;
+	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd.c).  Relaxed: a
+	 * write racing with a change uses the old or the new setting, both
+	 * valid.  delay_us 0: wake at once.  count 0: no threshold. */
+	_Atomic uint32_t co_delay_us;
+	_Atomic uint64_t co_count;
+	/* Delivers held wakeups at the deadline (timer.c). */
+	struct timer co_timer;
 	struct wq wq;
 };
 
@@ -34,6 +44,9 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n);
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n);
 uint32_t uefd_poll(struct uefd *e);
 void uefd_close(struct uefd *e);
+/* ueventfd_coalesce(): set may be NULL (read only), old may be NULL. */
+int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
+		  struct ueventfd_coalesce *old);
 void uefd_release(struct uobj *o);
 
 #endif

@@ -201,7 +201,7 @@ err_free:
 	return r;
 }
 
-bool port_item_signal(struct item *it, uint32_t key)
+bool port_item_signal(struct item *it, uint32_t key, bool *held)
 {
 	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
 	struct port *p = it->port;
@@ -226,7 +226,13 @@ bool port_item_signal(struct item *it, uint32_t key)
 			break;
 		}
 	}
-	port__kick_edge(p);
+	if (!held)
+		port__kick_edge(p);
+	else if (atomic_load_explicit(&p->watched, memory_order_relaxed) ||
+		 atomic_load(&p->db_set) == 0)
+		/* seq_cst load after the enqueue, as port__kick's: a waiter
+		 * that stores db_set = 0 later sees the item. */
+		*held = true;
 	/* A held instance must not stay readable for an event that did not
 	 * make the item ready (a write of 0): its holder's kernel epoll polls
 	 * it, and would otherwise report it (and disarm EPOLLONESHOT). */
@@ -234,6 +240,23 @@ bool port_item_signal(struct item *it, uint32_t key)
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
 		port_revalidate(p);
 	return ewake;
+}
+
+void port_item_kick(struct item *it)
+{
+	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
+	struct port *p = it->port;
+
+	/* seq_cst, pairs with the harvest's store of IDLE: IDLE means a
+	 * waiter that was awake took the item after the held signal queued
+	 * it, so nobody sleeps on it. */
+	if (atomic_load(&it->state) != ITEM_QUEUED)
+		return;
+	port__kick_edge(p);
+	/* As in port_item_signal: a held instance's fd stays exact. */
+	if (atomic_load_explicit(&p->watched, memory_order_relaxed) &&
+	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
+		port_revalidate(p);
 }
 
 /* The item has left its source's wait queue: drop it from the instance. */

@@ -95,8 +95,13 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev);
 int port_wait(struct port *p, struct epoll_event *evs, int max,
 	      int64_t deadline, const sigset_t *sigmask);
 /* Called by wq_wake with the source's wq lock held.  Returns true when an
- * exclusive wakeup was consumed (stop walking). */
-bool port_item_signal(struct item *it, uint32_t key);
+ * exclusive wakeup was consumed (stop walking).  held == NULL: ring the
+ * doorbell now; else queue the item only and set *held if a ring was
+ * needed (the doorbell was not rung, or the instance is held by another). */
+bool port_item_signal(struct item *it, uint32_t key, bool *held);
+/* A held ring comes due (wq_kick, wq lock held): ring if the item is still
+ * queued, i.e. no waiter took it since. */
+void port_item_kick(struct item *it);
 /* For an instance held by another one: forget queued items that are not
  * ready and, if none is left, make its fd not readable, as the kernel's
  * poll of an epoll would see it.  No-op for an instance nobody holds. */

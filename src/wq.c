@@ -84,15 +84,26 @@ void wq_unready(struct wq *q)
 	pthread_mutex_unlock(&q->lock);
 }
 
-void wq_wake(struct wq *q, uint32_t key)
+void wq_kick(struct wq *q)
 {
+	struct list *l;
+
+	pthread_mutex_lock(&q->lock);
+	list_for_each(l, &q->head)
+		port_item_kick(container_of(l, struct item, wqlink));
+	pthread_mutex_unlock(&q->lock);
+}
+
+bool wq_wake(struct wq *q, uint32_t key, bool hold)
+{
+	bool held = false;
 	struct list *l;
 
 	pthread_mutex_lock(&q->lock);
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
-		if (port_item_signal(it, key)) {
+		if (port_item_signal(it, key, hold ? &held : NULL)) {
 			/* EPOLLROUNDROBIN: the instance that took this
 			 * exclusive wakeup goes to the back of the line. */
 			if (atomic_load_explicit(&it->events,
@@ -105,4 +116,5 @@ void wq_wake(struct wq *q, uint32_t key)
 		}
 	}
 	pthread_mutex_unlock(&q->lock);
+	return held;
 }

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * timer.c - one process-wide thread that runs deferred calls at deadlines.
+ *
+ * Why a thread (docs/design.md, "Coalesced ueventfd wakeups", has the
+ * numbers): a held wakeup must be delivered even if its writer never writes
+ * again and its sleeper never wakes on its own, so something other than the
+ * two must run at the deadline.  One thread for the process, started on the
+ * first arm, costs two context switches per delivered batch (woken by the
+ * arm, then by its deadline) and nothing while no timer is armed: it then
+ * sleeps on its condition variable without a timeout.
+ *
+ * Timers sit in a binary min-heap by deadline (each knows its slot, so a
+ * cancel is O(log n)).  The thread sleeps on `cond` until the earliest
+ * deadline; an arm that becomes the new earliest signals it only if it is
+ * asleep.
+ *
+ * LOCKING: timer__g.lock protects the heap, every queued timer's idx and
+ * deadline, `sleeping` and `started`.  It is a leaf: nothing is taken inside
+ * it, and timer functions run with it released (they take a source's wq
+ * lock and port locks).
+ *
+ * PENDING.  t->pending lets a writer skip the lock while a deadline is
+ * already set.  An arm exchanges 0 -> 1 (seq_cst) and only the winner
+ * queues.  The thread takes a due timer off the heap and stores pending = 0
+ * (seq_cst) *before* it calls fn.  So a writer that found pending == 1 did
+ * its own work (queueing items, adding to the counter) before its exchange,
+ * which precedes the thread's store, which precedes fn's look at that
+ * state: the run that is due delivers what the writer left.  A writer whose
+ * exchange comes after the store queues a new run.
+ *
+ * Lifetime: a queued or running timer holds a reference on its owner
+ * (uobj_get at queueing, uobj_put after fn or at cancel), so a closed
+ * ueventfd stays valid until its last run is over.
+ *
+ * fork: the child has no timer thread.  pthread_atfork handlers hold the
+ * lock across fork (the heap is consistent in the child); the child resets
+ * the lock and condition and, if timers are queued, starts a thread.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+#include "sys.h"
+#include "timer.h"
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct timer **heap;
+	int n, cap;
+	bool started;  /* a thread exists in this process */
+	bool sleeping; /* it waits on cond (signal it for an earlier deadline) */
+} timer__g = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_once_t timer__once = PTHREAD_ONCE_INIT;
+
+void timer_init(struct timer *t, struct uobj *owner, void (*fn)(struct timer *))
+{
+	atomic_init(&t->pending, 0);
+	t->idx = -1;
+	t->deadline = 0;
+	t->fn = fn;
+	t->owner = owner;
+}
+
+/* ---- the heap (lock held) ---------------------------------------------- */
+
+static void timer__place(struct timer *t, int i)
+{
+	timer__g.heap[i] = t;
+	t->idx = i;
+}
+
+static void timer__up(int i)
+{
+	struct timer *t = timer__g.heap[i];
+
+	while (i > 0) {
+		int parent = (i - 1) / 2;
+
+		if (timer__g.heap[parent]->deadline <= t->deadline)
+			break;
+		timer__place(timer__g.heap[parent], i);
+		i = parent;
+	}
+	timer__place(t, i);
+}
+
+static void timer__down(int i)
+{
+	struct timer *t = timer__g.heap[i];
+
+	for (;;) {
+		int c = 2 * i + 1;
+
+		if (c >= timer__g.n)
+			break;
+		if (c + 1 < timer__g.n &&
+		    timer__g.heap[c + 1]->deadline < timer__g.heap[c]->deadline)
+			c++;
+		if (t->deadline <= timer__g.heap[c]->deadline)
+			break;
+		timer__place(timer__g.heap[c], i);
+		i = c;
+	}
+	timer__place(t, i);
+}
+
+static void timer__remove(struct timer *t)
+{
+	int i = t->idx;
+	struct timer *last = timer__g.heap[--timer__g.n];
+
+	t->idx = -1;
+	if (last == t)
+		return;
+	timer__place(last, i);
+	timer__up(i);
+	timer__down(last->idx);
+}
+
+/* ---- the thread -------------------------------------------------------- */
+
+static void *timer__main(void *arg)
+{
+	pthread_mutex_lock(&timer__g.lock);
+	for (;;) {
+		struct timer *t;
+		struct timespec ts;
+		uint64_t now;
+
+		if (timer__g.n == 0) {
+			timer__g.sleeping = true;
+			pthread_cond_wait(&timer__g.cond, &timer__g.lock);
+			timer__g.sleeping = false;
+			continue;
+		}
+		t = timer__g.heap[0];
+		now = sys_now_ns();
+		if (t->deadline > now) {
+			ts.tv_sec = (time_t)(t->deadline / 1000000000u);
+			ts.tv_nsec = (long)(t->deadline % 1000000000u);
+			timer__g.sleeping = true;
+			pthread_cond_timedwait(&timer__g.cond, &timer__g.lock,
+					       &ts);
+			timer__g.sleeping = false;
+			continue;
+		}
+		timer__remove(t);
+		/* Before fn looks at anything: see PENDING above. */
+		atomic_store(&t->pending, 0);
+		pthread_mutex_unlock(&timer__g.lock);
+		t->fn(t);
+		uobj_put(t->owner);
+		pthread_mutex_lock(&timer__g.lock);
+	}
+	return arg;
+}
+
+static void timer__prepare(void)
+{
+	pthread_mutex_lock(&timer__g.lock);
+}
+
+static void timer__parent(void)
+{
+	pthread_mutex_unlock(&timer__g.lock);
+}
+
+static int timer__start(void);
+
+static void timer__child(void)
+{
+	pthread_condattr_t ca;
+
+	/* Only this thread exists, and it holds the lock (timer__prepare);
+	 * a fresh condition, and no timer thread (the parent's did not come
+	 * along). */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&timer__g.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	timer__g.started = false;
+	timer__g.sleeping = false;
+	/* Wakeups the parent's writes left pending in the child's copies. If
+	 * this fails they run once a later arm starts the thread. */
+	if (timer__g.n)
+		timer__start();
+	pthread_mutex_unlock(&timer__g.lock);
+}
+
+static void timer__setup(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&timer__g.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_atfork(timer__prepare, timer__parent, timer__child);
+}
+
+/* Lock held (or the only thread, after fork). */
+static int timer__start(void)
+{
+	sigset_t all, old;
+	pthread_attr_t a;
+	pthread_t th;
+	int r;
+
+	/* The thread must never take a signal meant for the application:
+	 * it starts with every signal blocked (the mask is inherited). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&a, 256 * 1024); /* ample, sanitizers included */
+	r = pthread_create(&th, &a, timer__main, NULL);
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r)
+		return -r;
+	pthread_setname_np(th, "uepoll-timer");
+	timer__g.started = true;
+	return 0;
+}
+
+int timer_arm(struct timer *t, uint64_t delay_ns)
+{
+	int r = 0;
+
+	/* seq_cst: see PENDING. */
+	if (atomic_load(&t->pending) || atomic_exchange(&t->pending, 1))
+		return 0;
+	pthread_once(&timer__once, timer__setup);
+	pthread_mutex_lock(&timer__g.lock);
+	if (!timer__g.started)
+		r = timer__start();
+	if (!r && timer__g.n == timer__g.cap) {
+		int cap = timer__g.cap ? 2 * timer__g.cap : 64;
+		struct timer **h = realloc(timer__g.heap, sizeof(*h) * (size_t)cap);
+
+		if (h) {
+			timer__g.heap = h;
+			timer__g.cap = cap;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	if (r) {
+		atomic_store(&t->pending, 0);
+		pthread_mutex_unlock(&timer__g.lock);
+		return r;
+	}
+	uobj_get(t->owner);
+	t->deadline = sys_now_ns() + delay_ns;
+	timer__g.heap[timer__g.n] = t;
+	t->idx = timer__g.n++;
+	timer__up(t->idx);
+	if (t->idx == 0 && timer__g.sleeping)
+		pthread_cond_signal(&timer__g.cond);
+	pthread_mutex_unlock(&timer__g.lock);
+	return 0;
+}
+
+bool timer_cancel(struct timer *t)
+{
+	bool was;
+
+	if (!atomic_load(&t->pending))
+		return false;
+	pthread_once(&timer__once, timer__setup);
+	pthread_mutex_lock(&timer__g.lock);
+	was = t->idx >= 0;
+	if (was) {
+		/* Removing the earliest leaves the thread to wake at the old
+		 * deadline and find a later one (or none): no signal needed. */
+		timer__remove(t);
+		atomic_store(&t->pending, 0);
+	}
+	pthread_mutex_unlock(&timer__g.lock);
+	if (was)
+		uobj_put(t->owner);
+	return was;
+}
