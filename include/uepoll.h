@@ -103,6 +103,92 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  */
 #define EPOLLROUNDROBIN (1u << 26)
 
+/*
+ * EPOLLURGENT, with EPOLL_CTL_ADD or EPOLL_CTL_MOD, for any source (a
+ * ueventfd, a kernel fd, another instance; with or without EPOLLEXCLUSIVE):
+ * an event of this registration ends a batching wait at once (see
+ * uepoll_batch below); without a batching policy it changes nothing.  It is
+ * never reported in returned events and never passed to the kernel.  The
+ * value is a bit <sys/epoll.h> does not use (the kernel ignores it).
+ */
+#define EPOLLURGENT (1u << 25)
+
+/*
+ * Min-wait batching (man 3 uepoll_batch).  Per instance, a policy makes a
+ * wait collect events for a while instead of returning the first one:
+ *   min_wait_us     the window: the wait keeps collecting until this long
+ *                   after it began (UEPOLL_BATCH_FROM_FIRST: after its
+ *                   first event was collected).  0: no window.
+ *   min_events      enough events: return as soon as this many are
+ *                   collected (separate from maxevents; 0: not used).
+ *   inter_event_us  once an event is collected, return when no new one
+ *                   came for this long (0: not used).
+ *   flags           0 or UEPOLL_BATCH_FROM_FIRST.
+ * With all three at 0 (the default) waits behave as epoll_wait.  With
+ * min_wait_us == 0 and min_events or inter_event_us set, the window is
+ * open until the timeout.
+ *
+ * THE RULE.  A wait with a timeout other than 0 on an instance with a
+ * policy returns at the first of:
+ *   1. maxevents events collected (at once);
+ *   2. min_events events collected (at once);
+ *   3. an event of an EPOLLURGENT registration collected (at once, with
+ *      all collected so far);
+ *   4. at least one event collected and the window closed;
+ *   5. inter_event_us set, at least one event collected, and none new for
+ *      inter_event_us since the last one;
+ *   6. the timeout expired: with what it collected, maybe none (the
+ *      timeout always wins: a timeout shorter than min_wait_us ends the
+ *      wait at the timeout);
+ *   7. a signal handler ran while it slept: it returns the events it
+ *      collected, or fails with EINTR if it has none.
+ * So if nothing arrives during the window, the wait goes on (up to the
+ * timeout) for the first event and returns it at once, with whatever else
+ * is ready then.  A timeout of 0 never batches: it returns what is ready.
+ * Bound: once a wait holds an event it returns within min_wait_us of its
+ * start (of its first event with UEPOLL_BATCH_FROM_FIRST), or earlier by
+ * rules 1-6; with min_wait_us == 0 the bound is the timeout (io_uring's
+ * wait_nr).  Events are returned in the order collected, and each
+ * registration at most once per wait, as one epoll_wait: a level-triggered
+ * source that stays ready, or an edge-triggered one that fires again during
+ * the window, is returned by the next wait (and is not seen by other
+ * threads' waits until this one returns).  No system call is made while
+ * events keep coming from ueventfds: the wait sleeps (in the kernel) only
+ * when nothing is ready.  Kernel fds wake the wait as they do any wait,
+ * with two limits of the kernel's interface: two kernel events with equal
+ * data.u64 in one batch are merged into one entry (their events or-ed),
+ * and once a level-triggered kernel fd it has collected stays ready, the
+ * wait is woken only by ueventfds until the window closes (new kernel
+ * events are then collected when it closes: still within the bound).
+ *
+ * uepoll_batch(): set (if set != NULL) the policy of instance epfd and
+ * return the previous one in *old (if old != NULL).  Returns 0, or -1 with
+ * errno: EBADF epfd is not open; EINVAL epfd is not a uepoll instance,
+ * unknown flags, or min_wait_us or inter_event_us above INT32_MAX.  A
+ * policy change applies to waits that start after it.
+ */
+struct uepoll_batch {
+	uint32_t min_wait_us;
+	uint32_t min_events;
+	uint32_t inter_event_us;
+	uint32_t flags;
+};
+#define UEPOLL_BATCH_FROM_FIRST 0x1u
+int uepoll_batch(int epfd, const struct uepoll_batch *set,
+		 struct uepoll_batch *old);
+
+/*
+ * UEPOLL_CTL_MIN_WAIT, the op of the proposal (EPOLL_CTL_MIN_WAIT, Axboe
+ * 2022): uepoll_ctl(epfd, UEPOLL_CTL_MIN_WAIT, fd, &ev) sets the instance's
+ * min_wait_us to ev.data.u64 (its other policy fields stay) and returns the
+ * old value; fd is ignored (pass -1).  EFAULT if ev is NULL, EINVAL if the
+ * value is above INT32_MAX or epfd is not a uepoll instance (a kernel epoll
+ * answers EINVAL to an unknown op), EBADF if epfd is not open.  The number
+ * is far from the kernel's EPOLL_CTL_* (1..3) so that a future kernel op
+ * cannot collide with it.
+ */
+#define UEPOLL_CTL_MIN_WAIT 0x75650001
+
 /* epoll_wait(2), epoll_pwait(2), epoll_pwait2(2). */
 int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 		int timeout);
