@@ -1066,7 +1066,16 @@ static int port__wait_batch(struct port *p, struct epoll_event *evs, int max,
 		}
 		slept = true;
 		if (got < 0) {
-			r = got; /* EINTR: rule 7 */
+			/* Rule 7: a signal ends the wait with what is there
+			 * (as the kernel's ep_poll prefers events to EINTR),
+			 * dozing having left some uncollected. */
+			r = got;
+			if (r == -EINTR) {
+				got = port__collect(p, evs + b.n, max - b.n,
+						    &rb, &kc);
+				if (got > 0)
+					b.n += got;
+			}
 			break;
 		}
 		batch_add(&b, got, kc.urgent, (int64_t)sys_now_ns());
