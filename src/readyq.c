@@ -238,7 +238,10 @@ static int rq__deliver(struct item *it, struct epoll_event *ev, bool *requeue,
 	ev->events = revents;
 	ev->data.u64 = it->data;
 	if (b) {
-		it->batch = b->gen;
+		/* Only ever forward (wrapping compare): a batch that began
+		 * earlier must not hide that a later one delivered it. */
+		if ((int32_t)(b->gen - it->batch) > 0)
+			it->batch = b->gen;
 		b->ndelivered++;
 		b->urgent |= (e & EPOLLURGENT) != 0;
 	}

@@ -92,7 +92,8 @@ int rq_harvest(struct readyq *q, struct epoll_event *evs, int max);
 /*
  * A batching wait (port.c, min-wait) harvests several times and must return
  * each registration at most once, as one kernel epoll_wait does.  Its
- * harvests mark what they deliver with gen and, instead of re-queueing a
+ * harvests mark what they deliver with gen (a mark only moves forward, so
+ * an item delivered by batch g carries g or a later one) and, instead of re-queueing a
  * level-triggered item at the tail, keep it on the batch's hold list; an
  * item met again that this batch delivered (a new edge meanwhile) is held
  * too, and so is one a later batch delivered, once this one has delivered
