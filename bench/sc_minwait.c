@@ -3,9 +3,10 @@
  * minwait - proposal 002 (EPOLL_CTL_MIN_WAIT, Axboe 2022) and issue 6's
  * batching policy.  A producer delivers events at a steady rate (10K, 100K
  * and 300K events/s: it sleeps to each event's scheduled time, absolute, and
- * writes every event that is due) to a consumer that waits on an instance,
- * takes what is there and does a little work (work_ns of spinning) per
- * event.  Rows per rate:
+ * writes every event that is due), round robin over `sources` eventfds (a
+ * server's connections), to a consumer that waits on an instance, takes
+ * what is there and does a little work (work_ns of spinning) per event.
+ * Rows per rate:
  *   plain        kernel epoll+eventfd, and uepoll+ueventfd with no policy;
  *   sleep200us   kernel epoll with the production hack the proposal
  *                replaced: sleep 200 us before each epoll_wait;
@@ -32,17 +33,19 @@
 #include <uepoll.h>
 
 #define RING (1u << 21)
-#define TAG_SRC 1u
-#define TAG_STOP 2u
+#define TAG_STOP 1u
+#define TAG_SRC0 16u
 #define MAXEV 64
+#define MAXSRC 64
 
 enum mw_mode { MW_PLAIN, MW_SLEEP, MW_MINWAIT, MW_MINEV };
 
 struct mw {
 	const struct sys *s;
 	const struct bcase *c;
-	struct src src;
-	int stopfd, ep;
+	struct src src[MAXSRC];
+	uint64_t taken[MAXSRC]; /* events taken per source */
+	int nsrc, stopfd, ep;
 	long work_ns;
 	_Atomic uint64_t *stamp;
 	_Atomic uint64_t pub_n;
@@ -55,6 +58,7 @@ static void mw_size(bool quick, struct params *p, int *reps)
 {
 	params_set(p, "duration_ms", quick ? 100 : 1000);
 	params_set(p, "work_ns", 1000);
+	params_set(p, "sources", 16);
 	*reps = quick ? 1 : 3;
 }
 
@@ -109,12 +113,15 @@ static void mw_spin(long ns)
 		;
 }
 
-/* v events were taken at t: each one's latency, then its work. */
-static void mw_take(struct mw *mw, uint64_t v, uint64_t t)
+/* v events of source k were taken at t: each one's latency (source k gets
+ * events k, k + nsrc, k + 2 nsrc...), then its work. */
+static void mw_take(struct mw *mw, int k, uint64_t v, uint64_t t)
 {
 	uint64_t pub = atomic_load_explicit(&mw->pub_n, memory_order_acquire);
 
-	for (uint64_t j = mw->collected; j < mw->collected + v; j++) {
+	for (uint64_t i = mw->taken[k]; i < mw->taken[k] + v; i++) {
+		uint64_t j = (uint64_t)k + i * (uint64_t)mw->nsrc;
+
 		if (pub > j + RING / 2) {
 			mw->lat_skipped++;
 			continue;
@@ -123,6 +130,7 @@ static void mw_take(struct mw *mw, uint64_t v, uint64_t t)
 					    &mw->stamp[j & (RING - 1)],
 					    memory_order_relaxed));
 	}
+	mw->taken[k] += v;
 	mw->collected += v;
 	for (uint64_t j = 0; j < v; j++)
 		mw_spin(mw->work_ns);
@@ -154,16 +162,18 @@ static void *mw_consumer(void *arg)
 			die("%s: wait: %s", s->name, strerror(errno));
 		}
 		for (int i = 0; i < n; i++) {
-			if (evs[i].data.u64 == TAG_STOP)
+			uint64_t d = evs[i].data.u64;
+
+			if (d == TAG_STOP)
 				stop = true;
-			else if (evs[i].data.u64 == TAG_SRC &&
-				 (v = src_drain(s, &mw->src)))
-				mw_take(mw, v, now_ns());
+			else if (d >= TAG_SRC0 &&
+				 (v = src_drain(s, &mw->src[d - TAG_SRC0])))
+				mw_take(mw, (int)(d - TAG_SRC0), v, now_ns());
 		}
 	}
-	v = src_drain(s, &mw->src);
-	if (v)
-		mw_take(mw, v, now_ns());
+	for (int k = 0; k < mw->nsrc; k++)
+		if ((v = src_drain(s, &mw->src[k])))
+			mw_take(mw, k, v, now_ns());
 	mw->cpu_ns = thread_cpu_ns() - c0;
 	getrusage(RUSAGE_THREAD, &r1);
 	mw->vcsw = (uint64_t)(r1.ru_nvcsw - r0.ru_nvcsw);
@@ -190,15 +200,21 @@ static void mw_run(const struct sys *s, const struct bcase *c,
 	mw.h = calloc(1, sizeof(*mw.h));
 	if (!mw.stamp || !mw.h)
 		die("out of memory");
-	src_open(s, c->src, &mw.src);
+	mw.nsrc = (int)params_get(p, "sources");
+	if (mw.nsrc < 1 || mw.nsrc > MAXSRC)
+		die("sources must be 1..%d", MAXSRC);
+	for (int k = 0; k < mw.nsrc; k++)
+		src_open(s, c->src, &mw.src[k]);
 	mw.stopfd = s->efd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	mw.ep = s->create(EPOLL_CLOEXEC);
 	if (mw.stopfd < 0 || mw.ep < 0)
 		die("%s: create: %s", s->name, strerror(errno));
-	ev.events = EPOLLIN;
-	ev.data.u64 = TAG_SRC;
-	if (s->ctl(mw.ep, EPOLL_CTL_ADD, mw.src.rfd, &ev) < 0)
-		die("%s: ctl add: %s", s->name, strerror(errno));
+	for (int k = 0; k < mw.nsrc; k++) {
+		ev.events = EPOLLIN;
+		ev.data.u64 = TAG_SRC0 + (uint64_t)k;
+		if (s->ctl(mw.ep, EPOLL_CTL_ADD, mw.src[k].rfd, &ev) < 0)
+			die("%s: ctl add: %s", s->name, strerror(errno));
+	}
 	ev.events = EPOLLIN | urgent;
 	ev.data.u64 = TAG_STOP;
 	if (s->ctl(mw.ep, EPOLL_CTL_ADD, mw.stopfd, &ev) < 0)
@@ -243,7 +259,7 @@ static void mw_run(const struct sys *s, const struct bcase *c,
 		while (next <= t && next < end) {
 			atomic_store_explicit(&mw.stamp[n & (RING - 1)],
 					      now_ns(), memory_order_relaxed);
-			src_signal(s, &mw.src);
+			src_signal(s, &mw.src[n % (uint64_t)mw.nsrc]);
 			n++;
 			atomic_store_explicit(&mw.pub_n, n,
 					      memory_order_release);
@@ -273,7 +289,8 @@ static void mw_run(const struct sys *s, const struct bcase *c,
 
 	s->close(mw.ep);
 	s->close(mw.stopfd);
-	src_close(s, &mw.src);
+	for (int k = 0; k < mw.nsrc; k++)
+		src_close(s, &mw.src[k]);
 	free(mw.stamp);
 	free(mw.h);
 }
