@@ -135,31 +135,40 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  *   3. an event of an EPOLLURGENT registration collected (at once, with
  *      all collected so far);
  *   4. at least one event collected and the window closed;
- *   5. inter_event_us set, at least one event collected, and none new for
- *      inter_event_us since the last one;
+ *   5. inter_event_us set, at least one event collected, and nothing new
+ *      for inter_event_us since the last new event the wait saw (dozing in
+ *      the window it is not woken by each ueventfd event and looks again
+ *      every inter_event_us: it returns one to two gaps after the last);
  *   6. the timeout expired: with what it collected, maybe none (the
  *      timeout always wins: a timeout shorter than min_wait_us ends the
  *      wait at the timeout);
  *   7. a signal handler ran while it slept: it returns the events it
- *      collected, or fails with EINTR if it has none.
+ *      collected and those ready then, or fails with EINTR if none.
  * So if nothing arrives during the window, the wait goes on (up to the
  * timeout) for the first event and returns it at once, with whatever else
- * is ready then.  A timeout of 0 never batches: it returns what is ready.
+ * is ready then (io_uring's min-wait rule).  A timeout of 0 never batches:
+ * it returns what is ready.
  * Bound: once a wait holds an event it returns within min_wait_us of its
  * start (of its first event with UEPOLL_BATCH_FROM_FIRST), or earlier by
  * rules 1-6; with min_wait_us == 0 the bound is the timeout (io_uring's
- * wait_nr).  Events are returned in the order collected, and each
- * registration at most once per wait, as one epoll_wait: a level-triggered
- * source that stays ready, or an edge-triggered one that fires again during
- * the window, is returned by the next wait (and is not seen by other
- * threads' waits until this one returns).  No system call is made while
- * events keep coming from ueventfds: the wait sleeps (in the kernel) only
- * when nothing is ready.  Kernel fds wake the wait as they do any wait,
- * with two limits of the kernel's interface: two kernel events with equal
- * data.u64 in one batch are merged into one entry (their events or-ed),
- * and once a level-triggered kernel fd it has collected stays ready, the
- * wait is woken only by ueventfds until the window closes (new kernel
- * events are then collected when it closes: still within the bound).
+ * wait_nr; two threads waiting on one instance under min_events alone may
+ * each hold fewer until then).  Events are returned in the order
+ * collected, each registration at most once per wait, as one epoll_wait:
+ * a level-triggered source that stays ready, or an edge-triggered one that
+ * fires again during the window, is returned by the next wait (and the
+ * level-triggered ones a wait holds are not seen by other threads' waits
+ * until it returns).
+ * Cost: in the window, ueventfd writes make no system call and wake no
+ * one until it closes (an urgent source, or enough events for min_events
+ * or maxevents, wake the wait); while events are there the wait collects
+ * them without system calls (plus one zero-timeout epoll_wait per
+ * collection when the instance also holds kernel fds).  Kernel fds wake
+ * the wait as they do any wait, with two limits of the kernel's interface:
+ * two kernel events with equal data.u64 in one batch are merged into one
+ * entry (their events or-ed), and once a level-triggered kernel fd the
+ * wait holds stays ready, only ueventfds and urgent registrations (the
+ * first 32 urgent kernel ones) wake it until the window closes (other
+ * kernel events are then collected, within the bound).
  *
  * uepoll_batch(): set (if set != NULL) the policy of instance epfd and
  * return the previous one in *old (if old != NULL).  Returns 0, or -1 with

@@ -484,6 +484,8 @@ static int port__ctl_rec(struct port *p, int op, int fd, struct epoll_event *ev)
 			atomic_store_explicit(&n->urgent,
 					      (ev->events & EPOLLURGENT) != 0,
 					      memory_order_relaxed);
+			atomic_store_explicit(&n->kevents, kev.events,
+					      memory_order_relaxed);
 			atomic_store_explicit(&n->fd, fd, memory_order_release);
 			if (fresh)
 				atomic_fetch_add(&p->nfdrec, 1);
@@ -580,6 +582,8 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	if (r == 0 && op != EPOLL_CTL_DEL) {
 		atomic_store_explicit(&n->data, udata, memory_order_relaxed);
 		atomic_store_explicit(&n->urgent, urgent,
+				      memory_order_relaxed);
+		atomic_store_explicit(&n->kevents, EPOLLIN,
 				      memory_order_relaxed);
 	}
 	if (r == 0 && op == EPOLL_CTL_ADD)
@@ -959,6 +963,10 @@ static uint32_t port__gen(struct port *p)
 	return g;
 }
 
+/* Urgent kernel registrations a blind doze also polls (beyond: they wake it
+ * when the window closes). */
+#define PORT__BLIND_URGENT 32
+
 /*
  * A batching wait with its window open sleeps through ordinary events until
  * `until`: it holds db_set at 1, so that a signal neither makes a system call
@@ -966,7 +974,9 @@ static uint32_t port__gen(struct port *p)
  * the event that makes `want` rings anyway (port__wake_dozer).  Kernel fds
  * still wake it (they reach the kernel epoll directly), except in `blind`
  * mode, when a level-triggered kernel fd the batch holds keeps the kernel
- * epoll readable: then it sleeps on the doorbell alone.  Like any sleep it
+ * epoll readable: then it sleeps on the doorbell and the urgent kernel
+ * registrations alone (polled for the events they were registered for; a
+ * spurious wake only makes it collect and doze again).  Like any sleep it
  * counts itself in sleepers and re-checks the ready queue first.  Returns
  * the kernel events it took (into evs), 0, or -errno.
  */
@@ -975,10 +985,11 @@ static int port__doze(struct port *p, struct epoll_event *evs, int max,
 		      const sigset_t *sigmask, bool *db,
 		      struct port__kctx *kc)
 {
-	struct pollfd pfd = { .fd = p->dbfd, .events = POLLIN };
+	struct pollfd pfd[1 + PORT__BLIND_URGENT];
 	struct timespec ts;
+	struct krec *n;
 	uint64_t v;
-	int r = 0;
+	int r = 0, npfd = 1;
 
 	*db = false;
 	/* seq_cst, before the queue is re-checked: pairs with the signal
@@ -993,7 +1004,33 @@ static int port__doze(struct port *p, struct epoll_event *evs, int max,
 		sys_read(p->dbfd, &v, sizeof(v));
 	if (rq_empty(&p->rq)) {
 		if (blind) {
-			r = ppoll(&pfd, 1, port__until(until, &ts), sigmask);
+			/* The doorbell, and the urgent kernel registrations
+			 * (none is held: one would have ended the batch). */
+			pfd[0].fd = p->dbfd;
+			pfd[0].events = POLLIN;
+			for (n = atomic_load_explicit(&p->krecs,
+						      memory_order_acquire);
+			     n && npfd < 1 + PORT__BLIND_URGENT; n = n->next) {
+				int fd = atomic_load_explicit(
+					&n->fd, memory_order_acquire);
+
+				if (fd < 0 || !atomic_load_explicit(
+						      &n->urgent,
+						      memory_order_relaxed))
+					continue;
+				/* The epoll bits below are poll's own. */
+				pfd[npfd].fd = fd;
+				pfd[npfd++].events = (short)(
+					atomic_load_explicit(
+						&n->kevents,
+						memory_order_relaxed) &
+					(EPOLLIN | EPOLLOUT | EPOLLPRI |
+					 EPOLLRDHUP | EPOLLRDNORM |
+					 EPOLLRDBAND | EPOLLWRNORM |
+					 EPOLLWRBAND));
+			}
+			r = ppoll(pfd, (nfds_t)npfd, port__until(until, &ts),
+				  sigmask);
 			r = r < 0 ? -errno : 0;
 		} else {
 			r = port__kernel(p, evs, max, port__until(until, &ts),

@@ -30,6 +30,8 @@ struct krec {
 	_Atomic uint64_t data;
 	_Atomic uint32_t rr_events; /* as registered, without EPOLLROUNDROBIN */
 	_Atomic bool urgent;	    /* registered with EPOLLURGENT */
+	_Atomic uint32_t kevents;   /* a kernel fd's events, as the kernel has
+				     * them (for poll() in a blind doze) */
 };
 
 struct port {

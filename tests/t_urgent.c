@@ -8,7 +8,9 @@
  *    dozes; the urgent source fires; the wait returns both at once (a
  *    loose bound catches a wait that sat out the window).  Exact without
  *    timing: a second ordinary event is sent only after the producer saw
- *    the wait return, and must not be in it.
+ *    the wait return, and must not be in it.  Also with the ordinary event
+ *    from a level-triggered pipe left unread (the kernel epoll stays
+ *    readable, so the wait sleeps on the doorbell and urgent fds alone).
  *  - MOD without EPOLLURGENT (ueventfd, pipe) and DEL + ADD (pipe) drop the
  *    urgency: the wait then returns no earlier than its window closes.
  *  - Without a batching policy the flag changes nothing.
@@ -142,9 +144,12 @@ static void usrc_close(struct usrc *u)
 	}
 }
 
-static void bypass(enum ukind kind)
+/* lt_pipe: the ordinary first event is a level-triggered pipe left unread,
+ * which keeps the kernel epoll readable (the wait then sleeps on the
+ * doorbell and the urgent kernel fds alone). */
+static void bypass(enum ukind kind, int lt_pipe)
 {
-	int ep = uepoll_create1(0), n1, n2;
+	int ep = uepoll_create1(0), n1, n2, p[2] = { -1, -1 };
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	struct usrc u;
 	struct w w;
@@ -155,13 +160,23 @@ static void bypass(enum ukind kind)
 	n1 = ueventfd(0, EFD_NONBLOCK);
 	n2 = ueventfd(0, EFD_NONBLOCK);
 	ev.data.u64 = 1;
-	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, n1, &ev) == 0);
+	if (lt_pipe) {
+		struct epoll_event pev = { .events = EPOLLIN, .data.u64 = 1 };
+
+		REQUIRE(pipe(p) == 0);
+		REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, p[0], &pev) == 0);
+	} else {
+		REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, n1, &ev) == 0);
+	}
 	ev.data.u64 = 2;
 	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, n2, &ev) == 0);
 	usrc_add(ep, &u, kind, EPOLLURGENT);
 
 	w_start(&w, &th, ep);
-	CHECK_EQ(ueventfd_write(n1, 1), 0);
+	if (lt_pipe)
+		CHECK_EQ(write(p[1], "x", 1), 1);
+	else
+		CHECK_EQ(ueventfd_write(n1, 1), 0);
 	CHECK(t_wait_sleeping(atomic_load(&w.tid), 10000));
 	CHECK(!atomic_load(&w.done));
 	usrc_fire(&u);
@@ -180,6 +195,10 @@ static void bypass(enum ukind kind)
 	 * n1): no order between them, as in one plain wait. */
 	uepoll_close(n1);
 	uepoll_close(n2);
+	if (lt_pipe) {
+		close(p[0]);
+		close(p[1]);
+	}
 	usrc_close(&u);
 	uepoll_close(ep);
 }
@@ -243,8 +262,10 @@ int main(void)
 	t_watchdog(200);
 	CHECK_EQ(EPOLLURGENT, 1u << 25);
 	CHECK(!(EPOLLURGENT & known));
-	for (enum ukind k = U_EFD; k <= U_NESTED; k++)
-		bypass(k);
+	for (enum ukind k = U_EFD; k <= U_NESTED; k++) {
+		bypass(k, 0);
+		bypass(k, 1);
+	}
 	dropped(U_EFD, 0);
 	dropped(U_PIPE, 0);
 	dropped(U_PIPE, 1);
