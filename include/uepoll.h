@@ -168,7 +168,10 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  * entry (their events or-ed), and once a level-triggered kernel fd the
  * wait holds stays ready, only ueventfds and urgent registrations (the
  * first 32 urgent kernel ones) wake it until the window closes (other
- * kernel events are then collected, within the bound).
+ * kernel events are then collected, within the bound).  An instance held
+ * by another uepoll instance rings on every event (as the kernel wakes an
+ * epoll's pollers), so its batching waits are woken by each event, and
+ * return early rather than spin on such a level-triggered kernel fd.
  *
  * uepoll_batch(): set (if set != NULL) the policy of instance epfd and
  * return the previous one in *old (if old != NULL).  Returns 0, or -1 with

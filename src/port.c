@@ -43,6 +43,20 @@
  *    re-queue) kicks again, so the public fd stays readable for poll(),
  *    select() and outer event loops whenever a uepoll_wait would return.
  * When nobody sleeps, db_set stays 1 and signals make no system call.
+ *
+ * DOZE (min-wait batching, port__doze).  A batching wait whose window is
+ * open sets db_set = 1 itself, with no event behind it, so that signals
+ * neither write the doorbell nor wake anyone until the window closes: the
+ * one exception to "db_set == 1 means an event is pending".  It is bounded
+ * (the doze ends at the window's end or the timeout) and repaired on the
+ * way out: the dozer stores db_set = 0 (seq_cst), then, if items are queued
+ * and another thread sleeps, rings (a thread that starts sleeping counts
+ * itself in sleepers, then looks at the queue: one of the two sees the
+ * other).  What must wake a dozer rings regardless of db_set: an urgent
+ * item, or the event that brings bwant to 0 (port__wake_dozer, which loads
+ * dozers after its enqueue as port__kick loads db_set; the dozer counts
+ * itself in dozers before it re-checks the queue).  Kernel fds reach the
+ * kernel epoll directly and wake a dozer as they wake any sleeper.
  */
 #include <errno.h>
 #include <poll.h>
@@ -1066,7 +1080,7 @@ static int port__wait_batch(struct port *p, struct epoll_event *evs, int max,
 	struct batch b;
 	struct timespec ts;
 	int64_t now, until;
-	bool slept = false, blind = false, doze, db;
+	bool slept = false, blind = false, doze, dozed, db;
 	int r = 0, got, want;
 
 	rq_batch_init(&rb, port__gen(p));
@@ -1082,8 +1096,9 @@ static int port__wait_batch(struct port *p, struct epoll_event *evs, int max,
 		if (batch_due(&b, now, &until, &doze, &want))
 			break;
 		kc.repeats = 0;
-		if (doze && !atomic_load_explicit(&p->watched,
-						  memory_order_relaxed)) {
+		dozed = doze && !atomic_load_explicit(&p->watched,
+						      memory_order_relaxed);
+		if (dozed) {
 			got = port__doze(p, evs + b.n, max - b.n, until, want,
 					 blind, sigmask, &db, &kc);
 		} else {
@@ -1117,9 +1132,14 @@ static int port__wait_batch(struct port *p, struct epoll_event *evs, int max,
 		}
 		batch_add(&b, got, kc.urgent, (int64_t)sys_now_ns());
 		/* Woken only by kernel events the batch holds already: a
-		 * level-triggered kernel fd keeps the epoll readable. */
-		if (got == 0 && kc.repeats > 0 && !db)
+		 * level-triggered kernel fd keeps the epoll readable.  A doze
+		 * goes on blind; a held instance (which cannot doze: it rings
+		 * on every event) returns rather than spin. */
+		if (got == 0 && kc.repeats > 0 && !db) {
+			if (!dozed)
+				break;
 			blind = true;
+		}
 	}
 	rq_batch_end(&p->rq, &rb);
 	if (b.n > 0) {
