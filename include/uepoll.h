@@ -164,11 +164,11 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  * them without system calls (plus one zero-timeout epoll_wait per
  * collection when the instance also holds kernel fds).  Kernel fds wake
  * the wait as they do any wait, with two limits of the kernel's interface:
- * two kernel events with equal data.u64 in one batch are merged into one
- * entry (their events or-ed), and once a level-triggered kernel fd the
- * wait holds stays ready, only ueventfds and urgent registrations (the
- * first 32 urgent kernel ones) wake it until the window closes (other
- * kernel events are then collected, within the bound).  An instance held
+ * a kernel event whose data.u64 equals that of an entry the batch already
+ * holds is merged into it (events or-ed); and while a level-triggered
+ * kernel fd the wait holds stays ready, other kernel fds do not wake it
+ * until the window closes (their events are then collected, within the
+ * bound), except the first 32 urgent ones.  An instance held
  * by another uepoll instance rings on every event (as the kernel wakes an
  * epoll's pollers), so its batching waits are woken by each event, and
  * return early rather than spin on such a level-triggered kernel fd.
