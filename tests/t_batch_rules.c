@@ -24,6 +24,7 @@
  *   pipe that stays ready is returned once, and by the next wait again; an
  *   edge-triggered ueventfd written again during the window is returned by
  *   the next wait (not lost, not twice).
+ *   a source closed (or removed) while a dozing wait holds it.
  */
 #include "testlib.h"
 
@@ -394,6 +395,34 @@ static void et_refire(void)
 	uepoll_close(ep);
 }
 
+/* A level-triggered ueventfd a dozing wait holds (off the ready queue) is
+ * closed and its registration removed meanwhile: the wait returns what it
+ * collected, nothing is touched after being freed (ASan), and the next wait
+ * sees the other source only. */
+static void close_while_held(void)
+{
+	int ep = new_ep(300000, 0, 0, 0), a, b;
+	struct epoll_event out[8];
+	struct w w;
+	pthread_t th;
+
+	a = add_efd(ep, 1, EPOLLIN);
+	b = add_efd(ep, 2, EPOLLIN);
+	CHECK_EQ(ueventfd_write(a, 1), 0);
+	CHECK_EQ(ueventfd_write(b, 1), 0);
+	w_start(&w, &th, ep, 8, -1);
+	w_asleep(&w); /* it holds both and dozes */
+	CHECK_EQ(uepoll_ctl(ep, EPOLL_CTL_DEL, b, NULL), 0);
+	CHECK_EQ(uepoll_close(a), 0);
+	w_join(&w, th);
+	CHECK_EQ(w.ret, 2);
+	CHECK_EQ(uepoll_wait(ep, out, 8, 0), 0);
+	CHECK_EQ(ueventfd_write(b, 1), 0);
+	CHECK_EQ(uepoll_wait(ep, out, 8, 0), 0); /* b was removed */
+	uepoll_close(b);
+	uepoll_close(ep);
+}
+
 int main(void)
 {
 	t_begin("t_batch_rules");
@@ -414,5 +443,6 @@ int main(void)
 	timeout_zero();
 	once_per_wait();
 	et_refire();
+	close_while_held();
 	return t_end();
 }
