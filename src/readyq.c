@@ -22,6 +22,14 @@
  * so no producer can still touch it; a queued item is left to the harvest
  * that dequeues it (a wait-free queue cannot unlink from the middle).
  *
+ * HOLD LISTS (rq_batch, a batching wait's).  A harvest of a batch may move a
+ * dequeued item to the batch's private hold list instead of delivering or
+ * re-queueing it; the item stays QUEUED there, so the state machine above is
+ * unchanged: producers find it queued and do nothing, rq_retire marks it
+ * DEAD (wfcq) or unlinks it from the hold list (locked: `held` says it is
+ * not counted), and rq_batch_end puts the list back at the queue's tail,
+ * all under the consumer lock.
+ *
  * MEMORY ORDERING OF THE WAIT-FREE QUEUE.  cds_wfcq_enqueue is wait-free
  * (one xchg of the tail, a full barrier, then a store of the old tail's
  * next); dequeue and splice need mutual exclusion among themselves (our

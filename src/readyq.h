@@ -19,6 +19,7 @@
  *   rq_retire         yes      yes*    no      no      yes
  *   rq_empty          yes      yes     yes     yes     yes
  *   rq_prune          yes      yes*    yes*    yes*    yes
+ *   (rq_harvest_batch and rq_batch_end are harvests in this table.)
  *   (* serialised inside by the consumer mutex; "no": the caller must hold
  *    the instance's mtx, as ctl does.)
  *
