@@ -153,7 +153,7 @@ struct scenario {
 };
 
 extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
-	sc_pubsub, sc_accept;
+	sc_pubsub, sc_accept, sc_minwait;
 
 /* ---- measurement helpers (common.c) ------------------------------------- */
 

@@ -130,6 +130,104 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  */
 #define EPOLLROUNDROBIN (1u << 26)
 
+/*
+ * EPOLLURGENT, with EPOLL_CTL_ADD or EPOLL_CTL_MOD, for any source (a
+ * ueventfd, a kernel fd, another instance; with or without EPOLLEXCLUSIVE):
+ * an event of this registration ends a batching wait at once (see
+ * uepoll_batch below); without a batching policy it changes nothing.  It is
+ * never reported in returned events and never passed to the kernel.  The
+ * value is a bit <sys/epoll.h> does not use (the kernel ignores it).
+ */
+#define EPOLLURGENT (1u << 25)
+
+/*
+ * Min-wait batching (man 3 uepoll_batch).  Per instance, a policy makes a
+ * wait collect events for a while instead of returning the first one:
+ *   min_wait_us     the window: the wait keeps collecting until this long
+ *                   after it began (UEPOLL_BATCH_FROM_FIRST: after its
+ *                   first event was collected).  0: no window.
+ *   min_events      enough events: return as soon as this many are
+ *                   collected (separate from maxevents; 0: not used).
+ *   inter_event_us  once an event is collected, return when no new one
+ *                   came for this long (0: not used).
+ *   flags           0 or UEPOLL_BATCH_FROM_FIRST.
+ * With all three at 0 (the default) waits behave as epoll_wait.  With
+ * min_wait_us == 0 and min_events or inter_event_us set, the window is
+ * open until the timeout.
+ *
+ * THE RULE.  A wait with a timeout other than 0 on an instance with a
+ * policy returns at the first of:
+ *   1. maxevents events collected (at once);
+ *   2. min_events events collected (at once);
+ *   3. an event of an EPOLLURGENT registration collected (at once, with
+ *      all collected so far);
+ *   4. at least one event collected and the window closed;
+ *   5. inter_event_us set, at least one event collected, and nothing new
+ *      for inter_event_us since the last new event the wait saw (dozing in
+ *      the window it is not woken by each ueventfd event and looks again
+ *      every inter_event_us: it returns one to two gaps after the last);
+ *   6. the timeout expired: with what it collected, maybe none (the
+ *      timeout always wins: a timeout shorter than min_wait_us ends the
+ *      wait at the timeout);
+ *   7. a signal handler ran while it slept: it returns the events it
+ *      collected and those ready then, or fails with EINTR if none.
+ * So if nothing arrives during the window, the wait goes on (up to the
+ * timeout) for the first event and returns it at once, with whatever else
+ * is ready then (io_uring's min-wait rule).  A timeout of 0 never batches:
+ * it returns what is ready.
+ * Bound: once a wait holds an event it returns within min_wait_us of its
+ * start (of its first event with UEPOLL_BATCH_FROM_FIRST), or earlier by
+ * rules 1-6; with min_wait_us == 0 the bound is the timeout (io_uring's
+ * wait_nr; two threads waiting on one instance under min_events alone may
+ * each hold fewer until then).  Events are returned in the order
+ * collected, each registration at most once per wait, as one epoll_wait:
+ * a level-triggered source that stays ready, or an edge-triggered one that
+ * fires again during the window, is returned by the next wait (and the
+ * level-triggered ones a wait holds are not seen by other threads' waits
+ * until it returns).
+ * Cost: in the window, ueventfd writes make no system call and wake no
+ * one until it closes (an urgent source, or enough events for min_events
+ * or maxevents, wake the wait); while events are there the wait collects
+ * them without system calls (plus one zero-timeout epoll_wait per
+ * collection when the instance also holds kernel fds).  Kernel fds wake
+ * the wait as they do any wait, with two limits of the kernel's interface:
+ * a kernel event whose data.u64 equals that of an entry the batch already
+ * holds is merged into it (events or-ed); and while a level-triggered
+ * kernel fd the wait holds stays ready, other kernel fds do not wake it
+ * until the window closes (their events are then collected, within the
+ * bound), except the first 32 urgent ones.  An instance held
+ * by another uepoll instance rings on every event (as the kernel wakes an
+ * epoll's pollers), so its batching waits are woken by each event, and
+ * return early rather than spin on such a level-triggered kernel fd.
+ *
+ * uepoll_batch(): set (if set != NULL) the policy of instance epfd and
+ * return the previous one in *old (if old != NULL).  Returns 0, or -1 with
+ * errno: EBADF epfd is not open; EINVAL epfd is not a uepoll instance,
+ * unknown flags, or min_wait_us or inter_event_us above INT32_MAX.  A
+ * policy change applies to waits that start after it.
+ */
+struct uepoll_batch {
+	uint32_t min_wait_us;
+	uint32_t min_events;
+	uint32_t inter_event_us;
+	uint32_t flags;
+};
+#define UEPOLL_BATCH_FROM_FIRST 0x1u
+int uepoll_batch(int epfd, const struct uepoll_batch *set,
+		 struct uepoll_batch *old);
+
+/*
+ * UEPOLL_CTL_MIN_WAIT, the op of the proposal (EPOLL_CTL_MIN_WAIT, Axboe
+ * 2022): uepoll_ctl(epfd, UEPOLL_CTL_MIN_WAIT, fd, &ev) sets the instance's
+ * min_wait_us to ev.data.u64 (its other policy fields stay) and returns the
+ * old value; fd is ignored (pass -1).  EFAULT if ev is NULL, EINVAL if the
+ * value is above INT32_MAX or epfd is not a uepoll instance (a kernel epoll
+ * answers EINVAL to an unknown op), EBADF if epfd is not open.  The number
+ * is far from the kernel's EPOLL_CTL_* (1..3) so that a future kernel op
+ * cannot collide with it.
+ */
+#define UEPOLL_CTL_MIN_WAIT 0x75650001
+
 /* epoll_wait(2), epoll_pwait(2), epoll_pwait2(2). */
 int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 		int timeout);

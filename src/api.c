@@ -11,6 +11,7 @@
 
 #include "uepoll.h"
 
+#include "batch.h"
 #include "eventfd.h"
 #include "fdtab.h"
 #include "port.h"
@@ -64,6 +65,25 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		return (int)api__ret(sys_epoll_ctl(epfd, op, fd, event));
 	}
 	r = port_ctl((struct port *)o, op, fd, event);
+	uobj_put(o);
+	return (int)api__ret(r);
+}
+
+/* Like uepoll_ctl: an fd that is not an instance gets the kernel's answer
+ * for an epoll operation on it (EBADF if not open, else EINVAL). */
+UEPOLL_API int uepoll_batch(int epfd, const struct uepoll_batch *set,
+			    struct uepoll_batch *old)
+{
+	struct uobj *o = fdtab_get(epfd);
+	int r;
+
+	if (!o || o->type != UOBJ_PORT) {
+		if (o)
+			uobj_put(o);
+		return (int)api__ret(sys_fcntl_getfl(epfd) < 0 ? -EBADF
+							       : -EINVAL);
+	}
+	r = batch_set((struct port *)o, set, old);
 	uobj_put(o);
 	return (int)api__ret(r);
 }

@@ -69,6 +69,12 @@ struct item {
 	_Atomic bool armed;
 	/* Counted in the source's wq->nout (registered with EPOLLOUT). */
 	_Atomic bool out;
+	/* RQ_LOCKED: on a batching waiter's hold list instead of the queue
+	 * (not counted in the queue's count).  rq->lock. */
+	bool held;
+	/* The batch (rq_batch.gen) that last delivered it: a batching wait
+	 * never returns one registration twice.  rq->lock. */
+	uint32_t batch;
 	ITEM__SPREAD(2)
 	/* User data: written by ctl with the queue's consumer lock held,
 	 * read by harvests under the same lock. */

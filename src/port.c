@@ -45,6 +45,20 @@
  *    re-queue) kicks again, so the public fd stays readable for poll(),
  *    select() and outer event loops whenever a uepoll_wait would return.
  * When nobody sleeps, db_set stays 1 and signals make no system call.
+ *
+ * DOZE (min-wait batching, port__doze).  A batching wait whose window is
+ * open sets db_set = 1 itself, with no event behind it, so that signals
+ * neither write the doorbell nor wake anyone until the window closes: the
+ * one exception to "db_set == 1 means an event is pending".  It is bounded
+ * (the doze ends at the window's end or the timeout) and repaired on the
+ * way out: the dozer stores db_set = 0 (seq_cst), then, if items are queued
+ * and another thread sleeps, rings (a thread that starts sleeping counts
+ * itself in sleepers, then looks at the queue: one of the two sees the
+ * other).  What must wake a dozer rings regardless of db_set: an urgent
+ * item, or the event that brings bwant to 0 (port__wake_dozer, which loads
+ * dozers after its enqueue as port__kick loads db_set; the dozer counts
+ * itself in dozers before it re-checks the queue).  Kernel fds reach the
+ * kernel epoll directly and wake a dozer as they wake any sleeper.
  */
 #include <errno.h>
 #include <poll.h>
@@ -55,6 +69,7 @@
 
 #include "uepoll.h"
 
+#include "batch.h"
 #include "eventfd.h"
 #include "fdtab.h"
 #include "port.h"
@@ -78,6 +93,31 @@ static void port__kick(struct port *p)
 {
 	if (atomic_load(&p->db_set) == 0 && atomic_exchange(&p->db_set, 1) == 0)
 		sys_eventfd_signal(p->dbfd);
+}
+
+/* Ring whatever db_set says: a dozing batch wait holds db_set at 1 so that
+ * ordinary events do not wake it; these must. */
+static void port__ring(struct port *p)
+{
+	atomic_store(&p->db_set, 1);
+	sys_eventfd_signal(p->dbfd);
+}
+
+/*
+ * An item was queued while a batching wait dozes (port__doze): ring for an
+ * urgent item, or for the event that makes enough (bwant reaches 0).  The
+ * seq_cst load of dozers comes after the enqueue, as port__kick's load of
+ * db_set does: the dozer counts itself, then re-checks the queue.
+ */
+static void port__wake_dozer(struct port *p, uint32_t ev, bool queued)
+{
+	if (likely(!atomic_load(&p->dozers)))
+		return;
+	if (ev & EPOLLURGENT)
+		port__ring(p);
+	else if (queued && atomic_load(&p->bwant) > 0 &&
+		 atomic_fetch_sub(&p->bwant, 1) == 1)
+		port__ring(p);
 }
 
 /*
@@ -171,7 +211,15 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->watched, 0);
 	atomic_init(&p->db_lt, false);
 	atomic_init(&p->krecs, NULL);
-	atomic_init(&p->nrr, 0);
+	atomic_init(&p->nfdrec, 0);
+	atomic_init(&p->dozers, 0);
+	atomic_init(&p->bwant, 0);
+	atomic_init(&p->bseq, 0);
+	atomic_init(&p->b_min_wait_us, 0);
+	atomic_init(&p->b_min_events, 0);
+	atomic_init(&p->b_inter_us, 0);
+	atomic_init(&p->b_flags, 0);
+	atomic_init(&p->bgen, 0);
 	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
 		&port__gens, 1, memory_order_relaxed) + 1, memory_order_relaxed);
 	rq_init(&p->rq, port__queue_kind(uflags));
@@ -210,7 +258,7 @@ bool port_item_signal(struct item *it, uint32_t key, bool *held)
 	/* Disarmed by EPOLLONESHOT, or not interested in this change. */
 	if (!(ev & ~UEP_PRIVATE_BITS) || (key && !(key & ev)))
 		return false;
-	rq_enqueue(&p->rq, it);
+	port__wake_dozer(p, ev, rq_enqueue(&p->rq, it));
 	if ((ev & EPOLLEXCLUSIVE) && atomic_load(&p->sleepers) > 0) {
 		/* The kernel's rule: an exclusive wakeup counts when the
 		 * instance has a sleeper and the change is one it asked for. */
@@ -273,7 +321,10 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 				 uint32_t events)
 {
 	if (item_poll(it) & events) {
-		if (rq_enqueue(&p->rq, it))
+		bool queued = rq_enqueue(&p->rq, it);
+
+		port__wake_dozer(p, events, queued);
+		if (queued)
 			port__kick_edge(p);
 		else
 			port__kick(p);
@@ -323,7 +374,8 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 		if (op == EPOLL_CTL_MOD)
 			return -EINVAL;
 		if (op == EPOLL_CTL_ADD &&
-		    (events & ~(UEP_EXCLUSIVE_OK_BITS | EPOLLROUNDROBIN)))
+		    (events & ~(UEP_EXCLUSIVE_OK_BITS | EPOLLROUNDROBIN |
+				EPOLLURGENT)))
 			return -EINVAL;
 	}
 	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
@@ -453,28 +505,32 @@ static struct krec *port__krec_new(struct port *p)
 static void port__krec_free(struct krec *n)
 {
 	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
+	atomic_store_explicit(&n->urgent, false, memory_order_relaxed);
 	atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
 	atomic_store_explicit(&n->inner, NULL, memory_order_release);
 }
 
 /*
- * A kernel fd while the instance has round-robin registrations: the kernel
- * answers, and a registration made with EPOLLROUNDROBIN gets a record (its
- * data) so that each wakeup it brings can move it to the back of the fd's
- * wait queue (port__rr_rotate).
+ * A kernel fd while the instance has recorded registrations: the kernel
+ * answers, and a registration made with EPOLLROUNDROBIN or EPOLLURGENT gets a
+ * record (registered as its data), so that a harvest can move a round-robin
+ * registration to the back of the fd's wait queue (port__rr_rotate) and know
+ * an urgent one; neither bit goes to the kernel.  MOD may add or drop
+ * EPOLLURGENT (and with it the record).
  */
-static int port__ctl_rr(struct port *p, int op, int fd, struct epoll_event *ev)
+static int port__ctl_rec(struct port *p, int op, int fd, struct epoll_event *ev)
 {
+	const uint32_t ours = EPOLLROUNDROBIN | EPOLLURGENT;
 	struct epoll_event kev;
 	struct krec *n;
-	bool rr = op == EPOLL_CTL_ADD && (ev->events & EPOLLROUNDROBIN);
+	bool rec = op != EPOLL_CTL_DEL && (ev->events & ours);
 	int r;
 
 	pthread_mutex_lock(&p->mtx);
-	/* A record left by an fd closed without DEL (the kernel dropped the
-	 * registration) is reused. */
+	/* The fd's record, or one left by an fd closed without DEL (the
+	 * kernel dropped that registration): reused. */
 	n = port__krec_find(p, NULL, fd);
-	if (rr) {
+	if (rec) {
 		bool fresh = !n;
 
 		if (!n)
@@ -484,34 +540,46 @@ static int port__ctl_rr(struct port *p, int op, int fd, struct epoll_event *ev)
 			return -ENOMEM;
 		}
 		kev = *ev;
-		kev.events &= ~EPOLLROUNDROBIN;
+		kev.events &= ~ours;
 		kev.data.u64 = (uint64_t)(uintptr_t)n;
 		r = sys_epoll_ctl(p->obj.fd, op, fd, &kev);
 		if (r == 0) {
 			atomic_store_explicit(&n->data, ev->data.u64,
 					      memory_order_relaxed);
-			atomic_store_explicit(&n->rr_events, kev.events,
+			/* ROUNDROBIN comes only with ADD; MOD of an
+			 * exclusive registration fails in the kernel. */
+			if (op == EPOLL_CTL_ADD)
+				atomic_store_explicit(
+					&n->rr_events,
+					(ev->events & EPOLLROUNDROBIN)
+						? kev.events
+						: 0,
+					memory_order_relaxed);
+			atomic_store_explicit(&n->urgent,
+					      (ev->events & EPOLLURGENT) != 0,
+					      memory_order_relaxed);
+			atomic_store_explicit(&n->kevents, kev.events,
 					      memory_order_relaxed);
 			atomic_store_explicit(&n->fd, fd, memory_order_release);
 			if (fresh)
-				atomic_fetch_add(&p->nrr, 1);
-			atomic_fetch_add(&p->nkernel, 1);
+				atomic_fetch_add(&p->nfdrec, 1);
+			if (op == EPOLL_CTL_ADD)
+				atomic_fetch_add(&p->nkernel, 1);
 		} else if (fresh) {
 			port__krec_free(n);
 		}
 		pthread_mutex_unlock(&p->mtx);
 		return r;
 	}
-	/* MOD of a round-robin (exclusive) registration: the kernel refuses. */
 	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD)
 		atomic_fetch_add(&p->nkernel, 1);
-	if (r == 0 && op == EPOLL_CTL_DEL) {
+	if (r == 0 && op == EPOLL_CTL_DEL)
 		atomic_fetch_sub(&p->nkernel, 1);
-		if (n) {
-			port__krec_free(n);
-			atomic_fetch_sub(&p->nrr, 1);
-		}
+	/* DEL, or MOD without our bits: the registration has no record now. */
+	if (r == 0 && op != EPOLL_CTL_ADD && n) {
+		port__krec_free(n);
+		atomic_fetch_sub(&p->nfdrec, 1);
 	}
 	pthread_mutex_unlock(&p->mtx);
 	return r;
@@ -539,7 +607,7 @@ static void port__rr_rotate(struct port *p, struct krec *n)
 		    sys_epoll_ctl(p->obj.fd, EPOLL_CTL_ADD, fd, &kev) < 0) {
 			/* Closed meanwhile: the registration is gone. */
 			port__krec_free(n);
-			atomic_fetch_sub(&p->nrr, 1);
+			atomic_fetch_sub(&p->nfdrec, 1);
 			atomic_fetch_sub(&p->nkernel, 1);
 		}
 	}
@@ -553,7 +621,7 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	struct epoll_event kev;
 	uint64_t udata = 0;
 	struct krec *n;
-	bool fresh = false;
+	bool fresh = false, urgent = ev && (ev->events & EPOLLURGENT);
 	int r;
 
 	/* An unknown op, or the instance itself (the kernel's EINVAL). */
@@ -595,6 +663,7 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	if (n && op != EPOLL_CTL_DEL) {
 		udata = ev->data.u64;
 		kev = *ev;
+		kev.events &= ~EPOLLURGENT;
 		kev.data.u64 = (uint64_t)(uintptr_t)n;
 		ev = &kev;
 	}
@@ -604,8 +673,13 @@ static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	if (r < 0 && op == EPOLL_CTL_ADD)
 		port__set_watched(inner, -1);
-	if (r == 0 && op != EPOLL_CTL_DEL)
+	if (r == 0 && op != EPOLL_CTL_DEL) {
 		atomic_store_explicit(&n->data, udata, memory_order_relaxed);
+		atomic_store_explicit(&n->urgent, urgent,
+				      memory_order_relaxed);
+		atomic_store_explicit(&n->kevents, EPOLLIN,
+				      memory_order_relaxed);
+	}
 	if (r == 0 && op == EPOLL_CTL_ADD)
 		atomic_fetch_add(&p->nkernel, 1);
 	if (r == 0 && op == EPOLL_CTL_DEL)
@@ -625,6 +699,8 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
+	if (op == UEPOLL_CTL_MIN_WAIT)
+		return batch_set_min_wait(p, ev->data.u64);
 	src = fdtab_get(fd);
 	if (src && src->type == UOBJ_EVENTFD) {
 		r = port__ctl_user(p, op, (struct uefd *)src, ev);
@@ -645,9 +721,10 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 		uobj_put(src);
 		return r;
 	}
-	if ((op == EPOLL_CTL_ADD && (ev->events & EPOLLROUNDROBIN)) ||
-	    atomic_load_explicit(&p->nrr, memory_order_relaxed))
-		return port__ctl_rr(p, op, fd, ev);
+	if ((op != EPOLL_CTL_DEL && ev &&
+	     (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))) ||
+	    atomic_load_explicit(&p->nfdrec, memory_order_relaxed))
+		return port__ctl_rec(p, op, fd, ev);
 	/* Kernel fds: the kernel decides everything, errno included. */
 	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD)
@@ -761,14 +838,41 @@ static bool port__ready(struct port *p, int depth)
 	return poll(&pfd, 1, 0) > 0;
 }
 
+/*
+ * What a batching wait needs from port__kernel: the start of its array
+ * (entries before this call's are what it already holds), whether an urgent
+ * registration's event came, and how many events were only repeats of
+ * entries it holds (merged into them).
+ */
+struct port__kctx {
+	struct epoll_event *base;
+	bool urgent;
+	int repeats;
+};
+
+/* A batch holds each registration once: a kernel event whose data is that
+ * of an entry collected earlier in this wait is or-ed into it.  (The kernel
+ * gives back only data, so two registrations with the same data merge.) */
+static bool port__merge(struct port__kctx *kc, struct epoll_event *at,
+			const struct epoll_event *e)
+{
+	for (struct epoll_event *x = kc->base; x < at; x++)
+		if (x->data.u64 == e->data.u64) {
+			x->events |= e->events;
+			kc->repeats++;
+			return true;
+		}
+	return false;
+}
+
 /* epoll_wait on the kernel side; removes the doorbell's event from evs and
- * translates (or drops, when stale) the events of nested instances. */
+ * translates (or drops, when stale) the events of recorded registrations. */
 static int port__kernel(struct port *p, struct epoll_event *evs, int max,
 			const struct timespec *timeout, const sigset_t *sigmask,
-			bool *db)
+			bool *db, struct port__kctx *kc)
 {
 	const uint64_t me = (uint64_t)(uintptr_t)p;
-	bool nested = atomic_load_explicit(&p->krecs, memory_order_relaxed);
+	bool recs = atomic_load_explicit(&p->krecs, memory_order_relaxed);
 	struct krec *n;
 	int r, i, end, k = 0, want = max;
 	bool retried = false;
@@ -789,17 +893,23 @@ again:
 				atomic_store(&p->db_set, 0);
 			continue;
 		}
-		if (nested && (n = port__krec_of(p, evs[i].data.u64))) {
+		if (recs && (n = port__krec_of(p, evs[i].data.u64))) {
 			if (atomic_load_explicit(&n->inner,
 						 memory_order_relaxed)) {
 				if (!port__nest_ready(n, 0))
 					continue;
-			} else {
+			} else if (atomic_load_explicit(&n->rr_events,
+							memory_order_relaxed)) {
 				port__rr_rotate(p, n);
 			}
+			if (kc && atomic_load_explicit(&n->urgent,
+						       memory_order_relaxed))
+				kc->urgent = true;
 			evs[i].data.u64 = atomic_load_explicit(
 				&n->data, memory_order_relaxed);
 		}
+		if (kc && port__merge(kc, evs, &evs[i]))
+			continue;
 		evs[k++] = evs[i];
 	}
 	/* The doorbell or a stale nested instance filled the batch: ask again
@@ -816,8 +926,10 @@ again:
 	return k;
 }
 
-/* Take what is ready now from both sides, without sleeping. */
-static int port__collect(struct port *p, struct epoll_event *evs, int max)
+/* Take what is ready now from both sides, without sleeping.  rb and kc:
+ * a batching wait's (NULL otherwise). */
+static int port__collect(struct port *p, struct epoll_event *evs, int max,
+			 struct rq_batch *rb, struct port__kctx *kc)
 {
 	bool kernel = atomic_load_explicit(&p->nkernel, memory_order_relaxed) > 0;
 	bool kfirst, db;
@@ -836,18 +948,19 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max)
 			    (atomic_fetch_add_explicit(&p->flip, 1,
 						       memory_order_relaxed) & 1));
 	if (kfirst) {
-		n = port__kernel(p, evs, max, &port__zero, NULL, &db);
+		n = port__kernel(p, evs, max, &port__zero, NULL, &db, kc);
 		if (n < 0)
 			return n;
 	}
 	if (n < max) {
-		r = rq_harvest(&p->rq, evs + n, max - n);
+		r = rq_harvest_batch(&p->rq, evs + n, max - n, rb);
 		if (r < 0)
 			return r;
 		n += r;
 	}
 	if (kernel && !kfirst && n < max) {
-		r = port__kernel(p, evs + n, max - n, &port__zero, NULL, &db);
+		r = port__kernel(p, evs + n, max - n, &port__zero, NULL, &db,
+				 kc);
 		if (r < 0)
 			return n ? n : r;
 		n += r;
@@ -895,20 +1008,16 @@ static void port__remaining(int64_t deadline, struct timespec *ts)
 	ts->tv_nsec = (long)(left % 1000000000u);
 }
 
-int port_wait(struct port *p, struct epoll_event *evs, int max,
-	      int64_t deadline, const sigset_t *sigmask)
+/* A wait without batching: returns as soon as it has events. */
+static int port__wait_plain(struct port *p, struct epoll_event *evs, int max,
+			    int64_t deadline, const sigset_t *sigmask)
 {
 	struct timespec ts;
 	bool db;
 	int n, r;
 
-	if (!evs) {
-		/* The kernel faults only when it has an event to copy. */
-		n = rq_harvest(&p->rq, NULL, max);
-		return n < 0 || deadline != 0 ? -EFAULT : 0;
-	}
 	for (;;) {
-		n = port__collect(p, evs, max);
+		n = port__collect(p, evs, max, NULL, NULL);
 		if (n != 0 || deadline == 0) {
 			if (n >= 0)
 				port__settle(p, n == 0, false);
@@ -929,7 +1038,7 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 			continue;
 		}
 		r = port__kernel(p, evs, max, deadline > 0 ? &ts : NULL,
-				 sigmask, &db);
+				 sigmask, &db, NULL);
 		atomic_fetch_sub(&p->sleepers, 1);
 		if (r < 0)
 			return r;
@@ -947,6 +1056,223 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 		/* A stale doorbell or a timeout: go round; the deadline check
 		 * above ends a timed-out wait after one more collect. */
 	}
+}
+
+/* The timeout of a sleep that must end at until (absolute ns). */
+static struct timespec *port__until(int64_t until, struct timespec *ts)
+{
+	if (until == BATCH_NEVER)
+		return NULL;
+	port__remaining(until, ts);
+	return ts;
+}
+
+/* A generation for a batching wait (rq_batch.gen), never 0. */
+static uint32_t port__gen(struct port *p)
+{
+	uint32_t g;
+
+	do
+		g = atomic_fetch_add_explicit(&p->bgen, 1,
+					      memory_order_relaxed) + 1;
+	while (!g);
+	return g;
+}
+
+/* Urgent kernel registrations a blind doze also polls (beyond: they wake it
+ * when the window closes). */
+#define PORT__BLIND_URGENT 32
+
+/*
+ * A batching wait with its window open sleeps through ordinary events until
+ * `until`: it holds db_set at 1, so that a signal neither makes a system call
+ * nor wakes anyone, and counts itself in dozers, so that an urgent item or
+ * the event that makes `want` rings anyway (port__wake_dozer).  Kernel fds
+ * still wake it (they reach the kernel epoll directly), except in `blind`
+ * mode, when a level-triggered kernel fd the batch holds keeps the kernel
+ * epoll readable: then it sleeps on the doorbell and the urgent kernel
+ * registrations alone (polled for the events they were registered for; a
+ * spurious wake only makes it collect and doze again).  Like any sleep it
+ * counts itself in sleepers and re-checks the ready queue first.  Returns
+ * the kernel events it took (into evs), 0, or -errno.
+ */
+static int port__doze(struct port *p, struct epoll_event *evs, int max,
+		      int64_t until, int want, bool blind,
+		      const sigset_t *sigmask, bool *db,
+		      struct port__kctx *kc)
+{
+	struct pollfd pfd[1 + PORT__BLIND_URGENT];
+	struct timespec ts;
+	struct krec *n;
+	uint64_t v;
+	int r = 0, npfd = 1;
+
+	*db = false;
+	/* seq_cst, before the queue is re-checked: pairs with the signal
+	 * path's load of dozers after its enqueue (port__wake_dozer). */
+	atomic_fetch_add(&p->dozers, 1);
+	atomic_store(&p->bwant, want);
+	/* An event pending behind db_set == 1 wakes the sleep below at once
+	 * (or, blind, is cleared: the re-check below finds its item). */
+	atomic_store(&p->db_set, 1);
+	atomic_fetch_add(&p->sleepers, 1);
+	if (blind)
+		sys_read(p->dbfd, &v, sizeof(v));
+	if (rq_empty(&p->rq)) {
+		if (blind) {
+			/* The doorbell, and the urgent kernel registrations
+			 * (none is held: one would have ended the batch). */
+			pfd[0].fd = p->dbfd;
+			pfd[0].events = POLLIN;
+			for (n = atomic_load_explicit(&p->krecs,
+						      memory_order_acquire);
+			     n && npfd < 1 + PORT__BLIND_URGENT; n = n->next) {
+				int fd = atomic_load_explicit(
+					&n->fd, memory_order_acquire);
+
+				if (fd < 0 || !atomic_load_explicit(
+						      &n->urgent,
+						      memory_order_relaxed))
+					continue;
+				/* The epoll bits below are poll's own. */
+				pfd[npfd].fd = fd;
+				pfd[npfd++].events = (short)(
+					atomic_load_explicit(
+						&n->kevents,
+						memory_order_relaxed) &
+					(EPOLLIN | EPOLLOUT | EPOLLPRI |
+					 EPOLLRDHUP | EPOLLRDNORM |
+					 EPOLLRDBAND | EPOLLWRNORM |
+					 EPOLLWRBAND));
+			}
+			r = ppoll(pfd, (nfds_t)npfd, port__until(until, &ts),
+				  sigmask);
+			r = r < 0 ? -errno : 0;
+		} else {
+			r = port__kernel(p, evs, max, port__until(until, &ts),
+					 sigmask, db, kc);
+		}
+	}
+	atomic_fetch_sub(&p->sleepers, 1);
+	atomic_store(&p->bwant, 0);
+	atomic_fetch_sub(&p->dozers, 1);
+	/* Give the doorbell back: db_set == 1 with no event behind it would
+	 * strand other sleepers.  Items queued meanwhile are this wait's to
+	 * collect, unless someone else sleeps (seq_cst: a thread that starts
+	 * sleeping counts itself, then looks at the queue). */
+	atomic_store(&p->db_set, 0);
+	if (!rq_empty(&p->rq) && atomic_load(&p->sleepers) > 0)
+		port__kick(p);
+	return r;
+}
+
+/*
+ * A wait under a batching policy (batch.h has the rule; include/uepoll.h
+ * states it).  It collects (ready queue, and kernel events with a
+ * zero-timeout epoll_wait when the instance has kernel fds) as long as
+ * something is there, and sleeps only when nothing is: in the window it
+ * dozes, else it sleeps as a plain wait does, woken by the first event.
+ */
+static int port__wait_batch(struct port *p, struct epoll_event *evs, int max,
+			    int64_t deadline, const sigset_t *sigmask,
+			    const struct uepoll_batch *pol)
+{
+	struct port__kctx kc = { .base = evs };
+	struct rq_batch rb;
+	struct batch b;
+	struct timespec ts;
+	int64_t now, until;
+	bool slept = false, blind = false, doze, dozed, db;
+	int r = 0, got, want;
+
+	rq_batch_init(&rb, port__gen(p));
+	batch_start(&b, pol, max, deadline, (int64_t)sys_now_ns());
+	for (;;) {
+		got = port__collect(p, evs + b.n, max - b.n, &rb, &kc);
+		if (got < 0) {
+			r = got;
+			break;
+		}
+		now = (int64_t)sys_now_ns();
+		batch_add(&b, got, rb.urgent || kc.urgent, now);
+		if (batch_due(&b, now, &until, &doze, &want))
+			break;
+		kc.repeats = 0;
+		dozed = doze && !atomic_load_explicit(&p->watched,
+						      memory_order_relaxed);
+		if (dozed) {
+			got = port__doze(p, evs + b.n, max - b.n, until, want,
+					 blind, sigmask, &db, &kc);
+		} else {
+			/* As a plain wait sleeps (an instance held by
+			 * another one rings on every event anyway). */
+			if (atomic_load(&p->db_lt))
+				port_revalidate(p);
+			atomic_fetch_add(&p->sleepers, 1);
+			if (!rq_empty(&p->rq)) {
+				atomic_fetch_sub(&p->sleepers, 1);
+				continue;
+			}
+			got = port__kernel(p, evs + b.n, max - b.n,
+					   port__until(until, &ts), sigmask,
+					   &db, &kc);
+			atomic_fetch_sub(&p->sleepers, 1);
+		}
+		slept = true;
+		if (got < 0) {
+			/* Rule 7: a signal ends the wait with what is there
+			 * (as the kernel's ep_poll prefers events to EINTR),
+			 * dozing having left some uncollected. */
+			r = got;
+			if (r == -EINTR) {
+				got = port__collect(p, evs + b.n, max - b.n,
+						    &rb, &kc);
+				if (got > 0)
+					b.n += got;
+			}
+			break;
+		}
+		batch_add(&b, got, kc.urgent, (int64_t)sys_now_ns());
+		/* Woken only by kernel events the batch holds already: a
+		 * level-triggered kernel fd keeps the epoll readable.  A doze
+		 * goes on blind; a held instance (which cannot doze: it rings
+		 * on every event) returns rather than spin. */
+		if (got == 0 && kc.repeats > 0 && !db) {
+			if (!dozed)
+				break;
+			blind = true;
+		}
+	}
+	rq_batch_end(&p->rq, &rb);
+	if (b.n > 0) {
+		port__settle(p, false, slept);
+		return b.n;
+	}
+	if (r < 0)
+		return r;
+	port__settle(p, !slept, slept);
+	return 0;
+}
+
+int port_wait(struct port *p, struct epoll_event *evs, int max,
+	      int64_t deadline, const sigset_t *sigmask)
+{
+	struct uepoll_batch pol;
+	int n;
+
+	if (!evs) {
+		/* The kernel faults only when it has an event to copy. */
+		n = rq_harvest(&p->rq, NULL, max);
+		return n < 0 || deadline != 0 ? -EFAULT : 0;
+	}
+	/* A timeout of 0 never batches. */
+	if (deadline != 0) {
+		batch_get(p, &pol);
+		if (batch_active(&pol))
+			return port__wait_batch(p, evs, max, deadline, sigmask,
+						&pol);
+	}
+	return port__wait_plain(p, evs, max, deadline, sigmask);
 }
 
 void port_drop_source(struct wq *q)

@@ -16,7 +16,7 @@
 /*
  * A registration in our kernel epoll that a harvest must recognise: a uepoll
  * instance added to this one (inner != NULL), or a kernel fd added with
- * EPOLLROUNDROBIN (rr_events != 0).  It is registered with this record's
+ * EPOLLROUNDROBIN (rr_events != 0) or EPOLLURGENT (urgent).  It is registered with this record's
  * address as data: a harvest recognises its events, reports the user's
  * data, and checks that a nested instance really has something (as the
  * kernel's poll of an epoll does) or moves the round-robin registration to
@@ -34,6 +34,9 @@ struct krec {
 	 * may both be reused by a new instance, which this record must not
 	 * be taken for (its registration went with the old one's fd). */
 	_Atomic uint64_t inner_gen;
+	_Atomic bool urgent;	    /* registered with EPOLLURGENT */
+	_Atomic uint32_t kevents;   /* a kernel fd's events, as the kernel has
+				     * them (for poll() in a blind doze) */
 };
 
 struct port {
@@ -60,8 +63,9 @@ struct port {
 	 * mtx (port__set_watched). */
 	_Atomic bool db_lt;
 	pthread_mutex_t wlock; /* watched/db_lt transitions */
-	/* Round-robin kernel registrations among krecs. */
-	_Atomic int nrr;
+	/* Kernel fd registrations with a record among krecs (round-robin or
+	 * urgent): while > 0, ctl of kernel fds looks for their records. */
+	_Atomic int nfdrec;
 	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
 	 * by a holder that found this object through its fd and address. */
 	_Atomic uint64_t gen;
@@ -72,11 +76,25 @@ struct port {
 	_Atomic unsigned flip;
 	/* Which of the instance's waiting threads takes a wakeup (turn.c). */
 	struct turn turn;
+	/* The batching policy (struct uepoll_batch, batch.c), written under
+	 * mtx; bseq is its sequence lock (odd while a write is in progress):
+	 * a wait reads the four fields as one. */
+	_Atomic uint32_t bseq;
+	_Atomic uint32_t b_min_wait_us, b_min_events, b_inter_us, b_flags;
+	/* Generation of batching waits (rq_batch.gen). */
+	_Atomic uint32_t bgen;
 
 	/* Producer side: written by signalers. */
 	_Alignas(UEPOLL_CACHELINE) _Atomic int db_set;
 	/* Threads inside the sleep section of port_wait. */
 	_Atomic int sleepers;
+	/* Batching waits sleeping through ordinary events (port__doze): while
+	 * > 0, a signal rings the doorbell itself for an EPOLLURGENT item, or
+	 * when it brings bwant down to 0 (enough events for min_events or
+	 * maxevents).  seq_cst: pairs with the dozer's re-check of the ready
+	 * queue, as db_set does. */
+	_Atomic int dozers;
+	_Atomic int bwant;
 
 	_Alignas(UEPOLL_CACHELINE) struct readyq rq;
 };
@@ -112,5 +130,10 @@ bool port_any_watched(void);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
 void port_release(struct uobj *o);
+/* The batching policy (UEPOLL_CTL_MIN_WAIT, uepoll_batch): set (if set) and
+ * return the old one in *old (if old); -EINVAL for bad values. */
+struct uepoll_batch;
+int port_batch(struct port *p, const struct uepoll_batch *set,
+	       struct uepoll_batch *old);
 
 #endif

@@ -22,6 +22,14 @@
  * so no producer can still touch it; a queued item is left to the harvest
  * that dequeues it (a wait-free queue cannot unlink from the middle).
  *
+ * HOLD LISTS (rq_batch, a batching wait's).  A harvest of a batch may move a
+ * dequeued item to the batch's private hold list instead of delivering or
+ * re-queueing it; the item stays QUEUED there, so the state machine above is
+ * unchanged: producers find it queued and do nothing, rq_retire marks it
+ * DEAD (wfcq) or unlinks it from the hold list (locked: `held` says it is
+ * not counted), and rq_batch_end puts the list back at the queue's tail,
+ * all under the consumer lock.
+ *
  * MEMORY ORDERING OF THE WAIT-FREE QUEUE.  cds_wfcq_enqueue is wait-free
  * (one xchg of the tail, a full barrier, then a store of the old tail's
  * next); dequeue and splice need mutual exclusion among themselves (our
@@ -41,6 +49,7 @@
 #include <stdlib.h>
 
 #include "readyq.h"
+#include "uepoll.h"
 
 #define RQ__NOINLINE __attribute__((noinline))
 
@@ -95,6 +104,14 @@ static RQ__NOINLINE void rq__raw_splice_to_tx(struct readyq *q,
 					      struct cds_wfcq_tail *t)
 {
 	__cds_wfcq_splice_nonblocking(&q->txhead, &q->txtail, h, t);
+}
+
+/* A batch's hold list goes back behind the shared queue.  Splicing into the
+ * shared queue is enqueue-like (an exchange of its tail): safe against
+ * producers; the hold list is ours alone and fully linked. */
+static RQ__NOINLINE void rq__raw_unhold(struct readyq *q, struct rq_batch *b)
+{
+	__cds_wfcq_splice_blocking(&q->whead, &q->wtail, &b->hhead, &b->htail);
 }
 
 /* --- common --- */
@@ -188,8 +205,11 @@ void rq_retire(struct readyq *q, struct item *it)
 			atomic_store(&it->state, ITEM_DEAD);
 			now = false;
 		} else {
+			/* Off the list, or off a batch's hold list (not
+			 * counted there). */
 			list_del(&it->rdlink);
-			atomic_fetch_sub(&q->count, 1);
+			if (!it->held)
+				atomic_fetch_sub(&q->count, 1);
 		}
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -210,8 +230,8 @@ bool rq_empty(struct readyq *q)
  * written, 0 if the item was dropped, -EFAULT if evs is NULL and an event
  * was due (the item is then queued again by the caller).
  */
-static int rq__deliver(struct item *it,
-		       struct epoll_event *ev, bool *requeue)
+static int rq__deliver(struct item *it, struct epoll_event *ev, bool *requeue,
+		       struct rq_batch *b)
 {
 	uint32_t e = atomic_load_explicit(&it->events, memory_order_relaxed);
 	uint32_t revents = item_poll(it) & e;
@@ -225,6 +245,14 @@ static int rq__deliver(struct item *it,
 	}
 	ev->events = revents;
 	ev->data.u64 = it->data;
+	if (b) {
+		/* Only ever forward (wrapping compare): a batch that began
+		 * earlier must not hide that a later one delivered it. */
+		if ((int32_t)(b->gen - it->batch) > 0)
+			it->batch = b->gen;
+		b->ndelivered++;
+		b->urgent |= (e & EPOLLURGENT) != 0;
+	}
 	if (e & EPOLLONESHOT) {
 		atomic_store_explicit(&it->events, e & UEP_PRIVATE_BITS,
 				      memory_order_relaxed);
@@ -235,8 +263,15 @@ static int rq__deliver(struct item *it,
 	return 1;
 }
 
+/* Delivered by this batch or by one that began after it: hold it. */
+static bool rq__seen(const struct item *it, const struct rq_batch *b)
+{
+	return b && (it->batch == b->gen ||
+		     (b->ndelivered > 0 && (int32_t)(it->batch - b->gen) > 0));
+}
+
 static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
-			    int max)
+			    int max, struct rq_batch *b)
 {
 	struct item *it;
 	bool requeue;
@@ -253,10 +288,22 @@ static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
 			free(it);
 			continue;
 		}
+		if (rq__seen(it, b)) {
+			/* Still QUEUED: a source firing now finds it so. */
+			rq__raw_enqueue_to(&b->hhead, &b->htail, it);
+			b->nheld++;
+			continue;
+		}
 		atomic_store(&it->state, ITEM_IDLE);
-		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue);
-		if (requeue && rq__claim(it))
-			rq__raw_enqueue(q, it);
+		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue, b);
+		if (requeue && rq__claim(it)) {
+			if (b) {
+				rq__raw_enqueue_to(&b->hhead, &b->htail, it);
+				b->nheld++;
+			} else {
+				rq__raw_enqueue(q, it);
+			}
+		}
 		if (r < 0) {
 			n = r;
 			break;
@@ -269,7 +316,7 @@ static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
 }
 
 static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
-			      int max)
+			      int max, struct rq_batch *b)
 {
 	struct item *it;
 	unsigned budget;
@@ -284,8 +331,14 @@ static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
 		it = container_of(q->head.next, struct item, rdlink);
 		list_del(&it->rdlink);
 		atomic_fetch_sub(&q->count, 1);
+		if (rq__seen(it, b)) {
+			it->held = true;
+			list_add_tail(&b->hlist, &it->rdlink);
+			b->nheld++;
+			continue;
+		}
 		atomic_store(&it->state, ITEM_IDLE);
-		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue);
+		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue, b);
 		if (r < 0) {
 			/* Put it back first in line. */
 			list_add_head(&q->head, &it->rdlink);
@@ -294,8 +347,15 @@ static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
 			n = r;
 			break;
 		}
-		if (requeue && rq__claim(it))
-			rq__link_locked(q, it);
+		if (requeue && rq__claim(it)) {
+			if (b) {
+				it->held = true;
+				list_add_tail(&b->hlist, &it->rdlink);
+				b->nheld++;
+			} else {
+				rq__link_locked(q, it);
+			}
+		}
 		n += r;
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -365,9 +425,46 @@ bool rq_prune(struct readyq *q)
 
 int rq_harvest(struct readyq *q, struct epoll_event *evs, int max)
 {
+	return rq_harvest_batch(q, evs, max, NULL);
+}
+
+void rq_batch_init(struct rq_batch *b, uint32_t gen)
+{
+	b->gen = gen;
+	b->urgent = false;
+	b->ndelivered = 0;
+	b->nheld = 0;
+	rq__raw_init(&b->hhead, &b->htail);
+	list_init(&b->hlist);
+}
+
+int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
+		     struct rq_batch *b)
+{
 	if (rq_empty(q))
 		return 0;
 	if (q->kind == RQ_WFCQ)
-		return rq__harvest_wfcq(q, evs, max);
-	return rq__harvest_locked(q, evs, max);
+		return rq__harvest_wfcq(q, evs, max, b);
+	return rq__harvest_locked(q, evs, max, b);
+}
+
+void rq_batch_end(struct readyq *q, struct rq_batch *b)
+{
+	struct item *it;
+
+	if (!b->nheld)
+		return;
+	pthread_mutex_lock(&q->lock);
+	if (q->kind == RQ_WFCQ) {
+		rq__raw_unhold(q, b);
+	} else {
+		while (!list_empty(&b->hlist)) {
+			it = container_of(b->hlist.next, struct item, rdlink);
+			list_del(&it->rdlink);
+			it->held = false;
+			rq__link_locked(q, it);
+		}
+	}
+	b->nheld = 0;
+	pthread_mutex_unlock(&q->lock);
 }

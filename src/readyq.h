@@ -19,6 +19,7 @@
  *   rq_retire         yes      yes*    no      no      yes
  *   rq_empty          yes      yes     yes     yes     yes
  *   rq_prune          yes      yes*    yes*    yes*    yes
+ *   (rq_harvest_batch and rq_batch_end are harvests in this table.)
  *   (* serialised inside by the consumer mutex; "no": the caller must hold
  *    the instance's mtx, as ctl does.)
  *
@@ -78,6 +79,7 @@ void rq_update(struct readyq *q, struct item *it, uint32_t events,
 /* The item is unlinked from its source: free it now, or mark it so that
  * the harvest that dequeues it frees it. */
 void rq_retire(struct readyq *q, struct item *it);
+/* Nothing queued (items on a batching waiter's hold list do not count). */
 bool rq_empty(struct readyq *q);
 /*
  * Deliver up to max events, in queue order, the kernel's way: an item whose
@@ -87,6 +89,36 @@ bool rq_empty(struct readyq *q);
  * event would be delivered, else 0.
  */
 int rq_harvest(struct readyq *q, struct epoll_event *evs, int max);
+
+/*
+ * A batching wait (port.c, min-wait) harvests several times and must return
+ * each registration at most once, as one kernel epoll_wait does.  Its
+ * harvests mark what they deliver with gen (a mark only moves forward, so
+ * an item delivered by batch g carries g or a later one) and, instead of re-queueing a
+ * level-triggered item at the tail, keep it on the batch's hold list; an
+ * item met again that this batch delivered (a new edge meanwhile) is held
+ * too, and so is one a later batch delivered, once this one has delivered
+ * anything (the mark then no longer says whether this one did; it may have,
+ * and its own end is bounded by then).  Held items stay ITEM_QUEUED (a
+ * source firing finds them queued: nothing is lost, the next harvest after
+ * rq_batch_end polls them) but are out of the queue, so rq_empty() says
+ * only whether something new came.  rq_batch_end puts them back at the
+ * tail, in order; every batch must end before its wait returns.
+ */
+struct rq_batch {
+	uint32_t gen;	/* from the instance's counter, never 0 */
+	bool urgent;	/* an EPOLLURGENT item was delivered */
+	int ndelivered;
+	int nheld;
+	struct __cds_wfcq_head hhead; /* RQ_WFCQ hold list */
+	struct cds_wfcq_tail htail;
+	struct list hlist;	      /* RQ_LOCKED hold list (rdlink) */
+};
+
+void rq_batch_init(struct rq_batch *b, uint32_t gen);
+int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
+		     struct rq_batch *b);
+void rq_batch_end(struct readyq *q, struct rq_batch *b);
 /* Would a harvest return an event now?  Drops queued items whose source is
  * not ready (as a harvest would) but delivers nothing: the kernel's poll of
  * an epoll, for an instance nested in another one. */

@@ -1,0 +1,160 @@
+/*
+ * doze.pml - the doorbell protocol with a dozing batching wait (src/port.c,
+ * DOZE; port__doze, port__wake_dozer), for the spin model checker.
+ * Checked exhaustively: when nothing can move any more (every waiter asleep,
+ * every doze over), no item is left queued, and every item produced is
+ * consumed exactly once.  A doze holds db_set = 1 with no event behind it,
+ * so a plain sleeper may sleep through items meanwhile; the doze always ends
+ * (its window is a timer, an always-enabled step here), and on its way out
+ * must give db_set back and ring for what the sleeper missed: the dozing
+ * thread may return from its wait then and never wait again.
+ *
+ * Shared state, as in port.c:
+ *   count       items on the ready queue
+ *   db_set      port->db_set
+ *   db_pending  the doorbell's event is queued in the kernel epoll
+ *   sleepers    port->sleepers
+ *   dozers      port->dozers
+ * Each line between labels is one atomic step of the C code.  Mutants that
+ * must be caught (models/check.sh):
+ *   MUTANT_NO_RESTORE  the doze leaves db_set at 1 when it ends
+ *   MUTANT_NO_REKICK   the doze does not ring for items queued meanwhile
+ */
+#define NPROD 2
+#define PER   2		/* items per producer */
+#define NDOZE 2		/* dozes of the batching waiter */
+
+byte count;
+bit db_set;
+bit db_pending;
+byte sleepers;
+byte dozers;
+byte produced;
+byte consumed;
+
+inline kick() {
+	if
+	:: db_set == 0 ->
+		if
+		:: atomic { db_set == 0 -> db_set = 1 } ->
+			db_pending = 1
+		:: atomic { db_set == 1 -> skip }
+		fi
+	:: else -> skip
+	fi
+}
+
+/* Take one item (maxevents = 1); keep the fd readable for what is left. */
+inline collect_one() {
+	atomic { count > 0 -> count--; consumed++ };
+	if
+	:: count > 0 -> kick()
+	:: else -> skip
+	fi
+}
+
+/* The plain sleep section of port_wait. */
+inline plain_sleep() {
+	sleepers++;
+	if
+	:: count > 0 -> skip
+	:: else ->
+end_sleep:	atomic { db_pending == 1 -> db_pending = 0 };
+		db_set = 0
+	fi;
+	sleepers--
+}
+
+proctype producer()
+{
+	byte i = 0;
+	do
+	:: i < PER ->
+		atomic { count++; produced++ };		/* rq_enqueue */
+		/* port__wake_dozer: an urgent item (or the one that makes
+		 * min_events) rings whatever db_set says. */
+		if
+		:: dozers > 0 -> db_set = 1; db_pending = 1
+		:: true -> skip
+		fi;
+		kick();
+		i++
+	:: else -> break
+	od
+}
+
+proctype waiter()
+{
+	do
+	:: collect_one()
+	:: atomic { count == 0 -> skip } -> plain_sleep()
+	od
+}
+
+proctype dozer()
+{
+	byte d = 0;
+	do
+	:: collect_one()
+	:: atomic { count == 0 -> skip } ->
+		if
+		:: d < NDOZE ->
+			d++;
+			dozers++;
+			db_set = 1;
+			sleepers++;
+			if
+			:: count > 0 -> skip
+			:: else ->
+				if
+				:: atomic { db_pending == 1 ->
+					db_pending = 0; db_set = 0 }
+				:: true -> skip	/* the window closes */
+				fi
+			fi;
+			sleepers--;
+			dozers--;
+#ifndef MUTANT_NO_RESTORE
+			db_set = 0;
+#endif
+#ifndef MUTANT_NO_REKICK
+			if
+			:: count > 0 ->
+				if
+				:: sleepers > 0 -> kick()
+				:: else -> skip
+				fi
+			:: else -> skip
+			fi;
+#endif
+			/* The wait may return now (maxevents reached) and
+			 * its thread never wait again: what is left queued
+			 * is the plain waiter's. */
+			if
+			:: true -> skip
+			:: true -> break
+			fi
+		:: else -> plain_sleep()
+		fi
+	od
+}
+
+/* Runs only when nothing else can move.  A queued item then is lost. */
+proctype monitor()
+{
+	timeout ->
+	assert(count == 0);
+	assert(consumed == produced);
+	assert(produced == NPROD * PER)
+}
+
+init
+{
+	atomic {
+		byte i;
+		for (i : 1 .. NPROD) { run producer() }
+		run waiter();
+		run dozer();
+		run monitor()
+	}
+}
