@@ -426,7 +426,8 @@ static void test_create2(void)
 {
 	static const int flags[] = { 1, -1, O_NONBLOCK, EPOLL_CLOEXEC | 2 };
 	static const unsigned int uflags[] = {
-		4, 0x80000000u, UEPOLL_READYQ_WFCQ | UEPOLL_READYQ_LOCKED, ~0u,
+		0x10, 0x80000000u, UEPOLL_READYQ_WFCQ | UEPOLL_READYQ_LOCKED,
+		UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO, ~0u,
 	};
 
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
