@@ -136,7 +136,7 @@ struct bcase {
 	char pair[48];
 };
 
-#define MAX_CASES 16
+#define MAX_CASES 24
 
 struct scenario {
 	const char *name;

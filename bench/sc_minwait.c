@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * minwait - proposal 002 (EPOLL_CTL_MIN_WAIT, Axboe 2022) and issue 6's
- * batching policy.  A producer delivers events at a steady rate (10K, 100K
+ * batching policy.  A producer delivers events at a steady rate (1K, 10K, 100K
  * and 300K events/s: it sleeps to each event's scheduled time, absolute, and
  * writes every event that is due), round robin over `sources` eventfds (a
  * server's connections), to a consumer that waits on an instance, takes
@@ -62,7 +62,7 @@ static void mw_size(bool quick, struct params *p, int *reps)
 	*reps = quick ? 1 : 3;
 }
 
-static const long mw_rates[] = { 10000, 100000, 300000 };
+static const long mw_rates[] = { 1000, 10000, 100000, 300000 };
 
 static int mw_add(struct bcase *out, int n, int max, long rate,
 		  enum mw_mode mode, enum src_kind src, unsigned systems,

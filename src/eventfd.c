@@ -378,6 +378,9 @@ void uefd_close(struct uefd *e)
 	 * blocked in uepoll_read gets the mirror it was owed. */
 	if (timer_cancel(&e->co_timer))
 		uefd__deliver(e);
+	/* A run already in progress keeps a reference: let it end, so that
+	 * the fd number is free when uepoll_close returns, as close(2)'s is. */
+	timer_wait_idle(&e->co_timer);
 }
 
 int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,

@@ -31,7 +31,10 @@
  *
  * Lifetime: a queued or running timer holds a reference on its owner
  * (uobj_get at queueing, uobj_put after fn or at cancel), so a closed
- * ueventfd stays valid until its last run is over.
+ * ueventfd stays valid until its last run is over.  Close waits for a run
+ * in progress (timer_wait_idle), so that the run's reference, and with the
+ * last reference the ueventfd's kernel fd, are gone when close returns: the
+ * fd number is free then, as after close(2).
  *
  * fork: the child has no timer thread.  pthread_atfork handlers hold the
  * lock across fork (the heap is consistent in the child); the child resets
@@ -52,6 +55,10 @@ static struct {
 	int n, cap;
 	bool started;  /* a thread exists in this process */
 	bool sleeping; /* it waits on cond (signal it for an earlier deadline) */
+	/* The timer whose fn is running (written under lock, seq_cst; see
+	 * timer_wait_idle), and the condition that signals its end. */
+	_Atomic(struct timer *) running;
+	pthread_cond_t idle;
 } timer__g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_once_t timer__once = PTHREAD_ONCE_INIT;
@@ -149,12 +156,18 @@ static void *timer__main(void *arg)
 			continue;
 		}
 		timer__remove(t);
+		/* running before pending: a closer that sees pending == 0
+		 * then sees running == t (timer_wait_idle). */
+		atomic_store(&timer__g.running, t);
 		/* Before fn looks at anything: see PENDING above. */
 		atomic_store(&t->pending, 0);
 		pthread_mutex_unlock(&timer__g.lock);
 		t->fn(t);
+		/* Not the last reference while a closer waits (it holds one). */
 		uobj_put(t->owner);
 		pthread_mutex_lock(&timer__g.lock);
+		atomic_store(&timer__g.running, NULL);
+		pthread_cond_broadcast(&timer__g.idle);
 	}
 	return arg;
 }
@@ -181,7 +194,9 @@ static void timer__child(void)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&timer__g.cond, &ca);
+	pthread_cond_init(&timer__g.idle, &ca);
 	pthread_condattr_destroy(&ca);
+	atomic_store(&timer__g.running, NULL);
 	timer__g.started = false;
 	timer__g.sleeping = false;
 	/* Wakeups the parent's writes left pending in the child's copies. If
@@ -198,6 +213,7 @@ static void timer__setup(void)
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&timer__g.cond, &ca);
+	pthread_cond_init(&timer__g.idle, &ca);
 	pthread_condattr_destroy(&ca);
 	pthread_atfork(timer__prepare, timer__parent, timer__child);
 }
@@ -284,4 +300,16 @@ bool timer_cancel(struct timer *t)
 	if (was)
 		uobj_put(t->owner);
 	return was;
+}
+
+void timer_wait_idle(struct timer *t)
+{
+	/* seq_cst, pairs with the thread's store of running before pending:
+	 * a run that took t is seen here. */
+	if (atomic_load(&timer__g.running) != t)
+		return;
+	pthread_mutex_lock(&timer__g.lock);
+	while (atomic_load(&timer__g.running) == t)
+		pthread_cond_wait(&timer__g.idle, &timer__g.lock);
+	pthread_mutex_unlock(&timer__g.lock);
 }

@@ -39,5 +39,10 @@ int timer_arm(struct timer *t, uint64_t delay_ns);
  * for that arm: the caller delivers what it owed).  A run already in
  * progress is not waited for (it holds its own reference). */
 bool timer_cancel(struct timer *t);
+/* Wait until no run of t is in progress.  The caller holds a reference on
+ * the owner and no lock a timer fn takes.  Closing uses it so that the
+ * run's reference is gone, and the owner's kernel fd closed with the last
+ * reference, by the time close returns. */
+void timer_wait_idle(struct timer *t);
 
 #endif
