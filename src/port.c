@@ -999,15 +999,6 @@ static void port__settle(struct port *p, bool poll, bool slept)
 		port__clear_db(p);
 }
 
-static void port__remaining(int64_t deadline, struct timespec *ts)
-{
-	uint64_t now = sys_now_ns();
-	uint64_t left = (uint64_t)deadline > now ? (uint64_t)deadline - now : 0;
-
-	ts->tv_sec = (time_t)(left / 1000000000u);
-	ts->tv_nsec = (long)(left % 1000000000u);
-}
-
 /* A wait without batching: returns as soon as it has events. */
 static int port__wait_plain(struct port *p, struct epoll_event *evs, int max,
 			    int64_t deadline, const sigset_t *sigmask)
@@ -1024,7 +1015,7 @@ static int port__wait_plain(struct port *p, struct epoll_event *evs, int max,
 			return n;
 		}
 		if (deadline > 0) {
-			port__remaining(deadline, &ts);
+			sys_time_left(deadline, &ts);
 			if (!ts.tv_sec && !ts.tv_nsec)
 				return 0;
 		}
@@ -1063,7 +1054,7 @@ static struct timespec *port__until(int64_t until, struct timespec *ts)
 {
 	if (until == BATCH_NEVER)
 		return NULL;
-	port__remaining(until, ts);
+	sys_time_left(until, ts);
 	return ts;
 }
 

@@ -130,3 +130,12 @@ uint64_t sys_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+void sys_time_left(int64_t deadline, struct timespec *ts)
+{
+	uint64_t now = sys_now_ns();
+	uint64_t left = (uint64_t)deadline > now ? (uint64_t)deadline - now : 0;
+
+	ts->tv_sec = (time_t)(left / 1000000000u);
+	ts->tv_nsec = (long)(left % 1000000000u);
+}

@@ -30,5 +30,7 @@ void sys_futex_wake(_Atomic uint32_t *addr, int n);
 int sys_ppoll_in(int fd, const struct timespec *timeout,
 		 const sigset_t *sigmask);
 uint64_t sys_now_ns(void);
+/* The time from now to deadline (CLOCK_MONOTONIC ns), 0 once it passed. */
+void sys_time_left(int64_t deadline, struct timespec *ts);
 
 #endif

@@ -88,15 +88,6 @@ static void turn__handover(struct turn *t)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static void turn__remaining(int64_t deadline, struct timespec *ts)
-{
-	uint64_t now = sys_now_ns();
-	uint64_t left = (uint64_t)deadline > now ? (uint64_t)deadline - now : 0;
-
-	ts->tv_sec = (time_t)(left / 1000000000u);
-	ts->tv_nsec = (long)(left % 1000000000u);
-}
-
 /*
  * Sleep in the line.  TURN_LEAD: this thread now leads.  0: the timeout
  * passed; -EINTR: a signal handler ran (either way it has left the line).
@@ -109,7 +100,7 @@ static int turn__follow(struct turn *t, struct turn_waiter *w,
 
 	for (;;) {
 		if (deadline > 0)
-			turn__remaining(deadline, &ts);
+			sys_time_left(deadline, &ts);
 		r = sys_ppoll_in(w->efd, deadline > 0 ? &ts : NULL, sigmask);
 		/* A timeout that came early (ppoll rounds to its clock) is
 		 * slept again: the deadline is port_wait's. */
