@@ -51,7 +51,7 @@ static void os_size(bool quick, struct params *p, int *reps)
 
 /* One line per variant.  The uepoll-only rows pick the ready queue (proposal
  * 001's wait-free queue is uepoll's default; the locked list is the
- * kernel's design) and compare with the kernel row. */
+ * kernel's design) or the waiters' order, and compare with the kernel row. */
 static const struct os_variant {
 	const char *name;
 	uint32_t uflags;
@@ -60,6 +60,9 @@ static const struct os_variant {
 	{ "efd/oneshot", 0, SYSM_KU },
 	{ "efd/oneshot/readyq=wfcq", UEPOLL_READYQ_WFCQ, SYSM(SYS_UEPOLL) },
 	{ "efd/oneshot/readyq=locked", UEPOLL_READYQ_LOCKED, SYSM(SYS_UEPOLL) },
+	/* The waiters in FIFO order (UEPOLL_WAKE_FIFO): its handover cost in
+	 * a busy work queue. */
+	{ "efd/oneshot/wake=fifo", UEPOLL_WAKE_FIFO, SYSM(SYS_UEPOLL) },
 };
 
 static int os_cases(struct bcase *out, int max)

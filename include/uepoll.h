@@ -77,8 +77,10 @@ int uepoll_create1(int flags);
  *                         sleeps in the kernel and hands the lead to the next
  *                         when it returns, so each wakeup of an instance with
  *                         several idle threads costs an eventfd write and a
- *                         second thread wakeup.  A waiting thread that is not
- *                         the leader holds one extra fd (an eventfd) while it
+ *                         second thread wakeup (in a saturated work queue,
+ *                         one wakeup per wait: see docs/benchmarks.md).  A
+ *                         waiting thread that is not the leader holds one
+ *                         extra fd (an eventfd) while it
  *                         waits; if none can be opened it waits in LIFO order
  *                         instead.  Timeouts, signals (EINTR, sigmask) and
  *                         the events returned are as in LIFO mode; a
