@@ -800,11 +800,11 @@ static bool port__nest_ready(struct krec *n, int depth)
 {
 	struct uobj *o = fdtab_get(atomic_load_explicit(&n->fd,
 							memory_order_relaxed));
+	/* NULL when a concurrent DEL freed the record meanwhile. */
+	struct port *in = atomic_load_explicit(&n->inner, memory_order_relaxed);
 	bool ready = true; /* not ours any more: trust the kernel */
 
-	if (o && o == &atomic_load_explicit(&n->inner,
-					    memory_order_relaxed)->obj &&
-	    port__krec_is(n, (struct port *)o))
+	if (o && in && o == &in->obj && port__krec_is(n, (struct port *)o))
 		ready = port__ready((struct port *)o, depth + 1);
 	if (o)
 		uobj_put(o);
