@@ -278,7 +278,9 @@ int ueventfd_write(int fd, eventfd_t value);
  *  - When no one sleeps on the ueventfd a write makes no system call, with
  *    or without a delay.  A held wakeup is run by one process-wide thread
  *    ("uepoll-timer", started on the first held wakeup, all signals
- *    blocked), which sleeps with no timeout while nothing is pending: no
+ *    blocked, allowed the CPUs the process had when the library was
+ *    loaded, whatever the pinning of the thread that started it), which
+ *    sleeps with no timeout while nothing is pending: no
  *    timer is armed and nothing runs then.
  *  - Closing the ueventfd, or changing its setting, delivers a held wakeup
  *    at once (closing with one pending is safe).
