@@ -28,6 +28,7 @@ static void usage(FILE *f)
 	      "[--report DIR]\n"
 	      "                        [--reps N] [--set NAME=VALUE]... "
 	      "[--timeout SECONDS]\n"
+	      "                        [--rows PATTERN]...\n"
 	      "\n"
 	      "Runs each scenario on the kernel (epoll, eventfd, pipes) and on "
 	      "uepoll,\n"
@@ -39,6 +40,9 @@ static void usage(FILE *f)
 	      "  --report DIR  write DIR/report.md and one gnuplot PNG per "
 	      "scenario\n"
 	      "  --reps N      repetitions per row (default: per scenario)\n"
+	      "  --rows PAT    only the rows whose \"system variant\" contains "
+	      "PAT\n"
+	      "                (e.g. --rows 'uepoll efd/oneshot/readyq')\n"
 	      "  --set K=V     override a scenario parameter (e.g. --set "
 	      "W=50)\n"
 	      "  --timeout S   watchdog limit per rep (default 120, quick 60)\n"
@@ -137,6 +141,12 @@ int main(int argc, char **argv)
 					MAX_REPS);
 				return 2;
 			}
+		} else if (!strcmp(a, "--rows") && i + 1 < argc) {
+			if (o.nrowsel == 16) {
+				fprintf(stderr, "uepoll-bench: at most 16 --rows\n");
+				return 2;
+			}
+			o.rowsel[o.nrowsel++] = argv[++i];
 		} else if (!strcmp(a, "--timeout") && i + 1 < argc) {
 			o.timeout_s = (unsigned)atoi(argv[++i]);
 		} else if (!strcmp(a, "--set") && i + 1 < argc) {

@@ -123,6 +123,21 @@ static void fmt_metric(char *buf, size_t n, enum metric h, double v)
 		snprintf(buf, n, "%.*f", metric_info[h].decimals, v);
 }
 
+/* --rows: "system variant" contains one of the patterns (or none given). */
+static bool run__row_selected(const struct run_opts *o, const struct sys *s,
+			      const struct bcase *c)
+{
+	char name[160];
+
+	if (!o->nrowsel)
+		return true;
+	snprintf(name, sizeof(name), "%.31s %.127s", s->name, c->variant);
+	for (int i = 0; i < o->nrowsel; i++)
+		if (strstr(name, o->rowsel[i]))
+			return true;
+	return false;
+}
+
 int run_suite(const struct scenario *const *scs, int nsc,
 	      const struct run_opts *o, struct row *rows, int max,
 	      int *nfail)
@@ -155,7 +170,9 @@ int run_suite(const struct scenario *const *scs, int nsc,
 			for (int sy = 0; sy < SYS_COUNT; sy++) {
 				struct row *r;
 
-				if (!(cases[ci].systems & SYSM(sy)))
+				if (!(cases[ci].systems & SYSM(sy)) ||
+				    !run__row_selected(o, sys_get((enum sys_id)sy),
+						       &cases[ci]))
 					continue;
 				if (nrows == max)
 					die("too many rows");

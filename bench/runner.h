@@ -15,6 +15,9 @@ struct run_opts {
 	unsigned timeout_s; /* 0: default watchdog limit per rep */
 	int nover;
 	struct override over[16];
+	/* Only rows whose "system variant" contains one of these (none: all). */
+	int nrowsel;
+	const char *rowsel[16];
 };
 
 /*
