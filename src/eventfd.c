@@ -59,6 +59,7 @@
 
 #include "eventfd.h"
 #include "fdtab.h"
+#include "krec.h"
 #include "port.h"
 #include "sys.h"
 
@@ -332,7 +333,7 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			/* The kernel wakes EPOLLOUT watchers on every read. */
 			if (atomic_load(&e->wq.nout))
 				wq_wake(&e->wq, EPOLLOUT, false);
-			if (c == take && port_any_watched() &&
+			if (c == take && krec_any_watched() &&
 			    atomic_load(&e->wq.n))
 				wq_unready(&e->wq);
 			/* The kernel, too, has taken the value when its copy to

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * port.c - the uepoll instance: ctl, wait, and the wake protocol.
+ * port.c - the uepoll instance: ctl, wait, and the wake protocol.  The
+ * kernel-side registrations a harvest must recognise (nested instances,
+ * EPOLLROUNDROBIN and EPOLLURGENT kernel fds) are krec.c's.
  *
  * LAYERS.  A port owns a kernel epoll (its public fd) that holds the kernel
  * fds the user adds, other uepoll instances (their fds are kernel epolls),
@@ -30,7 +32,7 @@
  *
  * DOORBELL (no lost wakeup).  db_set == 1 means the doorbell has been rung
  * and its event not yet taken by a waiter.
- *  - Signaler: queue the item (rq count++, seq_cst), then port__kick: if
+ *  - Signaler: queue the item (rq count++, seq_cst), then port_kick: if
  *    db_set was 0, set it and write the doorbell.
  *  - Waiter: a wait that took the doorbell's event from the kernel stores
  *    db_set = 0 (seq_cst) before it looks at the ready queue.  Either the
@@ -56,7 +58,7 @@
  * itself in sleepers, then looks at the queue: one of the two sees the
  * other).  What must wake a dozer rings regardless of db_set: an urgent
  * item, or the event that brings bwant to 0 (port__wake_dozer, which loads
- * dozers after its enqueue as port__kick loads db_set; the dozer counts
+ * dozers after its enqueue as port_kick loads db_set; the dozer counts
  * itself in dozers before it re-checks the queue).  Kernel fds reach the
  * kernel epoll directly and wake a dozer as they wake any sleeper.
  */
@@ -72,6 +74,7 @@
 #include "batch.h"
 #include "eventfd.h"
 #include "fdtab.h"
+#include "krec.h"
 #include "port.h"
 #include "sys.h"
 
@@ -87,14 +90,6 @@ void item_disarmed(struct item *it)
 		atomic_fetch_sub(&((struct uefd *)it->src)->wq.narmed, 1);
 }
 
-
-
-static void port__kick(struct port *p)
-{
-	if (atomic_load(&p->db_set) == 0 && atomic_exchange(&p->db_set, 1) == 0)
-		sys_eventfd_signal(p->dbfd);
-}
-
 /* Ring whatever db_set says: a dozing batch wait holds db_set at 1 so that
  * ordinary events do not wake it; these must. */
 static void port__ring(struct port *p)
@@ -106,7 +101,7 @@ static void port__ring(struct port *p)
 /*
  * An item was queued while a batching wait dozes (port__doze): ring for an
  * urgent item, or for the event that makes enough (bwant reaches 0).  The
- * seq_cst load of dozers comes after the enqueue, as port__kick's load of
+ * seq_cst load of dozers comes after the enqueue, as port_kick's load of
  * db_set does: the dozer counts itself, then re-checks the queue.
  */
 static void port__wake_dozer(struct port *p, uint32_t ev, bool queued)
@@ -132,7 +127,7 @@ static void port__kick_edge(struct port *p)
 		atomic_store(&p->db_set, 1);
 		sys_eventfd_signal(p->dbfd);
 	} else {
-		port__kick(p);
+		port_kick(p);
 	}
 }
 
@@ -161,14 +156,6 @@ static int port__queue_kind(unsigned int uflags)
 
 /* Incarnations of instances (port->gen). */
 static _Atomic uint64_t port__gens;
-
-/* n is a record of this incarnation of inner, not of an earlier object at
- * the same address. */
-static bool port__krec_is(struct krec *n, struct port *inner)
-{
-	return atomic_load_explicit(&n->inner_gen, memory_order_relaxed) ==
-	       atomic_load_explicit(&inner->gen, memory_order_relaxed);
-}
 
 int port_create(int flags, unsigned int uflags)
 {
@@ -278,7 +265,7 @@ bool port_item_signal(struct item *it, uint32_t key, bool *held)
 		port__kick_edge(p);
 	else if (atomic_load_explicit(&p->watched, memory_order_relaxed) ||
 		 atomic_load(&p->db_set) == 0)
-		/* seq_cst load after the enqueue, as port__kick's: a waiter
+		/* seq_cst load after the enqueue, as port_kick's: a waiter
 		 * that stores db_set = 0 later sees the item. */
 		*held = true;
 	/* A held instance must not stay readable for an event that did not
@@ -327,7 +314,7 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 		if (queued)
 			port__kick_edge(p);
 		else
-			port__kick(p);
+			port_kick(p);
 	}
 }
 
@@ -430,268 +417,6 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 	return 0;
 }
 
-static struct krec *port__krec_find(struct port *p, struct port *inner,
-				    int fd)
-{
-	struct krec *n;
-
-	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
-	     n = n->next)
-		if (atomic_load_explicit(&n->inner, memory_order_relaxed) == inner &&
-		    atomic_load_explicit(&n->fd, memory_order_relaxed) == fd)
-			return n;
-	return NULL;
-}
-
-/* Instances with watched > 0, process-wide. */
-static _Atomic int port__nwatched;
-
-bool port_any_watched(void)
-{
-	return atomic_load_explicit(&port__nwatched, memory_order_relaxed) > 0;
-}
-
-/* Count an instance holding p; switch the doorbell's mode at 0 <-> 1.
- * Under p->wlock, which nests inside the holder's mtx and outside p's
- * ready-queue lock; it never takes an mtx, so no cycle can form even while
- * two instances are being added into each other. */
-static void port__set_watched(struct port *p, int delta)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-	int w;
-
-	uint64_t v;
-
-	pthread_mutex_lock(&p->wlock);
-	w = atomic_fetch_add(&p->watched, delta) + delta;
-	if ((delta > 0 && w == 1) || w == 0)
-		atomic_fetch_add(&port__nwatched, w ? 1 : -1);
-	if ((delta > 0 && w == 1) || w == 0) {
-		ev.events |= w ? 0 : EPOLLET;
-		ev.data.u64 = (uint64_t)(uintptr_t)p;
-		if (sys_epoll_ctl(p->obj.fd, EPOLL_CTL_MOD, p->dbfd, &ev) == 0)
-			atomic_store(&p->db_lt, w != 0);
-		if (w) {
-			/* An edge-triggered doorbell keeps counting after its
-			 * event was taken: start level-triggered from zero,
-			 * rung again only if something is ready. */
-			sys_read(p->dbfd, &v, sizeof(v));
-			atomic_store(&p->db_set, 0);
-			if (rq_prune(&p->rq))
-				port__kick(p);
-		}
-	}
-	pthread_mutex_unlock(&p->wlock);
-}
-
-/* A free record, or a new one appended to the list (mtx held). */
-static struct krec *port__krec_new(struct port *p)
-{
-	struct krec *n = port__krec_find(p, NULL, -1);
-
-	if (n)
-		return n;
-	n = calloc(1, sizeof(*n));
-	if (!n)
-		return NULL;
-	atomic_init(&n->inner, NULL);
-	atomic_init(&n->fd, -1);
-	n->next = atomic_load_explicit(&p->krecs, memory_order_relaxed);
-	/* release: pairs with the harvest's acquire walk */
-	atomic_store_explicit(&p->krecs, n, memory_order_release);
-	return n;
-}
-
-static void port__krec_free(struct krec *n)
-{
-	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
-	atomic_store_explicit(&n->urgent, false, memory_order_relaxed);
-	atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
-	atomic_store_explicit(&n->inner, NULL, memory_order_release);
-}
-
-/*
- * A kernel fd while the instance has recorded registrations: the kernel
- * answers, and a registration made with EPOLLROUNDROBIN or EPOLLURGENT gets a
- * record (registered as its data), so that a harvest can move a round-robin
- * registration to the back of the fd's wait queue (port__rr_rotate) and know
- * an urgent one; neither bit goes to the kernel.  MOD may add or drop
- * EPOLLURGENT (and with it the record).
- */
-static int port__ctl_rec(struct port *p, int op, int fd, struct epoll_event *ev)
-{
-	const uint32_t ours = EPOLLROUNDROBIN | EPOLLURGENT;
-	struct epoll_event kev;
-	struct krec *n;
-	bool rec = op != EPOLL_CTL_DEL && (ev->events & ours);
-	int r;
-
-	pthread_mutex_lock(&p->mtx);
-	/* The fd's record, or one left by an fd closed without DEL (the
-	 * kernel dropped that registration): reused. */
-	n = port__krec_find(p, NULL, fd);
-	if (rec) {
-		bool fresh = !n;
-
-		if (!n)
-			n = port__krec_new(p);
-		if (!n) {
-			pthread_mutex_unlock(&p->mtx);
-			return -ENOMEM;
-		}
-		kev = *ev;
-		kev.events &= ~ours;
-		kev.data.u64 = (uint64_t)(uintptr_t)n;
-		r = sys_epoll_ctl(p->obj.fd, op, fd, &kev);
-		if (r == 0) {
-			atomic_store_explicit(&n->data, ev->data.u64,
-					      memory_order_relaxed);
-			/* ROUNDROBIN comes only with ADD; MOD of an
-			 * exclusive registration fails in the kernel. */
-			if (op == EPOLL_CTL_ADD)
-				atomic_store_explicit(
-					&n->rr_events,
-					(ev->events & EPOLLROUNDROBIN)
-						? kev.events
-						: 0,
-					memory_order_relaxed);
-			atomic_store_explicit(&n->urgent,
-					      (ev->events & EPOLLURGENT) != 0,
-					      memory_order_relaxed);
-			atomic_store_explicit(&n->kevents, kev.events,
-					      memory_order_relaxed);
-			atomic_store_explicit(&n->fd, fd, memory_order_release);
-			if (fresh)
-				atomic_fetch_add(&p->nfdrec, 1);
-			if (op == EPOLL_CTL_ADD)
-				atomic_fetch_add(&p->nkernel, 1);
-		} else if (fresh) {
-			port__krec_free(n);
-		}
-		pthread_mutex_unlock(&p->mtx);
-		return r;
-	}
-	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
-	if (r == 0 && op == EPOLL_CTL_ADD)
-		atomic_fetch_add(&p->nkernel, 1);
-	if (r == 0 && op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
-	/* DEL, or MOD without our bits: the registration has no record now. */
-	if (r == 0 && op != EPOLL_CTL_ADD && n) {
-		port__krec_free(n);
-		atomic_fetch_sub(&p->nfdrec, 1);
-	}
-	pthread_mutex_unlock(&p->mtx);
-	return r;
-}
-
-/*
- * This instance took a wakeup of a round-robin kernel fd: move its
- * registration to the back of the fd's wait queue (the kernel wakes
- * exclusive waiters in queue order), so the next wakeup goes to the next
- * idle instance.  Two system calls per wakeup; the fd stays registered in
- * other instances meanwhile, and ADD re-checks readiness, so no event is
- * lost in between.
- */
-static void port__rr_rotate(struct port *p, struct krec *n)
-{
-	struct epoll_event kev;
-	int fd;
-
-	pthread_mutex_lock(&p->mtx);
-	fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
-	kev.events = atomic_load_explicit(&n->rr_events, memory_order_relaxed);
-	if (fd >= 0 && kev.events) {
-		kev.data.u64 = (uint64_t)(uintptr_t)n;
-		if (sys_epoll_ctl(p->obj.fd, EPOLL_CTL_DEL, fd, NULL) == 0 &&
-		    sys_epoll_ctl(p->obj.fd, EPOLL_CTL_ADD, fd, &kev) < 0) {
-			/* Closed meanwhile: the registration is gone. */
-			port__krec_free(n);
-			atomic_fetch_sub(&p->nfdrec, 1);
-			atomic_fetch_sub(&p->nkernel, 1);
-		}
-	}
-	pthread_mutex_unlock(&p->mtx);
-}
-
-/* A nested instance: the kernel answers, with our record as the data. */
-static int port__ctl_nest(struct port *p, int op, int fd, struct port *inner,
-			  struct epoll_event *ev)
-{
-	struct epoll_event kev;
-	uint64_t udata = 0;
-	struct krec *n;
-	bool fresh = false, urgent = ev && (ev->events & EPOLLURGENT);
-	int r;
-
-	/* An unknown op, or the instance itself (the kernel's EINVAL). */
-	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
-	    inner == p)
-		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
-	/* EPOLLEXCLUSIVE on an epoll: the kernel's EINVAL, given before it
-	 * polls the target.  Answered before port__set_watched, whose prune of
-	 * the inner's ready queue would otherwise reorder its events. */
-	if (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE))
-		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
-	pthread_mutex_lock(&p->mtx);
-	n = port__krec_find(p, inner, fd);
-	if (n && !port__krec_is(n, inner)) {
-		/* Left by a closed instance whose memory and fd number inner
-		 * now has: the kernel dropped that registration.  Reuse the
-		 * record as a new one. */
-		if (op != EPOLL_CTL_ADD) {
-			pthread_mutex_unlock(&p->mtx);
-			return sys_epoll_ctl(p->obj.fd, op, fd, ev);
-		}
-		port__krec_free(n);
-		n = NULL;
-	}
-	if (!n && op == EPOLL_CTL_ADD) {
-		n = port__krec_new(p);
-		if (!n) {
-			pthread_mutex_unlock(&p->mtx);
-			return -ENOMEM;
-		}
-		atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
-		atomic_store_explicit(&n->inner_gen,
-				      atomic_load_explicit(&inner->gen,
-							   memory_order_relaxed),
-				      memory_order_relaxed);
-		atomic_store_explicit(&n->inner, inner, memory_order_release);
-		fresh = true;
-	}
-	if (n && op != EPOLL_CTL_DEL) {
-		udata = ev->data.u64;
-		kev = *ev;
-		kev.events &= ~EPOLLURGENT;
-		kev.data.u64 = (uint64_t)(uintptr_t)n;
-		ev = &kev;
-	}
-	/* Watched before the kernel looks at it, so its fd is exact then. */
-	if (op == EPOLL_CTL_ADD)
-		port__set_watched(inner, 1);
-	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
-	if (r < 0 && op == EPOLL_CTL_ADD)
-		port__set_watched(inner, -1);
-	if (r == 0 && op != EPOLL_CTL_DEL) {
-		atomic_store_explicit(&n->data, udata, memory_order_relaxed);
-		atomic_store_explicit(&n->urgent, urgent,
-				      memory_order_relaxed);
-		atomic_store_explicit(&n->kevents, EPOLLIN,
-				      memory_order_relaxed);
-	}
-	if (r == 0 && op == EPOLL_CTL_ADD)
-		atomic_fetch_add(&p->nkernel, 1);
-	if (r == 0 && op == EPOLL_CTL_DEL)
-		port__set_watched(inner, -1);
-	if ((r == 0 && op == EPOLL_CTL_DEL) || (r < 0 && fresh))
-		port__krec_free(n);
-	if (r == 0 && op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
-	pthread_mutex_unlock(&p->mtx);
-	return r;
-}
-
 int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 {
 	struct uobj *src;
@@ -717,14 +442,14 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 		}
 	}
 	if (src) {
-		r = port__ctl_nest(p, op, fd, (struct port *)src, ev);
+		r = krec_ctl_nest(p, op, fd, (struct port *)src, ev);
 		uobj_put(src);
 		return r;
 	}
 	if ((op != EPOLL_CTL_DEL && ev &&
 	     (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))) ||
 	    atomic_load_explicit(&p->nfdrec, memory_order_relaxed))
-		return port__ctl_rec(p, op, fd, ev);
+		return krec_ctl_fd(p, op, fd, ev);
 	/* Kernel fds: the kernel decides everything, errno included. */
 	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD)
@@ -738,7 +463,7 @@ static const struct timespec port__zero;
 
 /* Forget a stale doorbell: afterwards the kernel epoll is readable only for
  * kernel-side events, or for a ring that comes after. */
-static void port__clear_db(struct port *p)
+void port_clear_db(struct port *p)
 {
 	uint64_t v;
 
@@ -749,24 +474,22 @@ static void port__clear_db(struct port *p)
 	sys_read(p->dbfd, &v, sizeof(v));
 	atomic_store(&p->db_set, 0);
 	if (!rq_empty(&p->rq))
-		port__kick(p);
+		port_kick(p);
 }
-
-static bool port__ready(struct port *p, int depth);
 
 /*
  * A prune holds the queue's items in a private queue for a moment, and
- * rq_empty() (lock-free) may then see the queue empty: a port__clear_db
+ * rq_empty() (lock-free) may then see the queue empty: a port_clear_db
  * running meanwhile zeroes the doorbell and does not ring again.  So a prune
  * that kept items rings (seq_cst: either it sees that db_set == 0 or the
  * clear's later rq_empty() sees the items back); usually db_set is 1 and
  * this is one load.
  */
-static bool port__prune(struct port *p)
+bool port_prune(struct port *p)
 {
 	if (!rq_prune(&p->rq))
 		return false;
-	port__kick(p);
+	port_kick(p);
 	return true;
 }
 
@@ -774,68 +497,8 @@ void port_revalidate(struct port *p)
 {
 	if (!atomic_load_explicit(&p->watched, memory_order_relaxed))
 		return;
-	if (!port__prune(p))
-		port__clear_db(p);
-}
-
-/* The nested record whose address is this event's data, if any. */
-static struct krec *port__krec_of(struct port *p, uint64_t data)
-{
-	struct krec *n;
-
-	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
-	     n = n->next)
-		if ((uint64_t)(uintptr_t)n == data &&
-		    atomic_load_explicit(&n->fd, memory_order_acquire) >= 0)
-			return n;
-	return NULL;
-}
-
-/*
- * Is a nested instance ready, as the kernel's poll of an epoll would say?
- * Our kernel epoll saw its fd readable, but that may be a doorbell left from
- * a harvest that already took everything; look, and clear what is stale.
- */
-static bool port__nest_ready(struct krec *n, int depth)
-{
-	struct uobj *o = fdtab_get(atomic_load_explicit(&n->fd,
-							memory_order_relaxed));
-	/* NULL when a concurrent DEL freed the record meanwhile. */
-	struct port *in = atomic_load_explicit(&n->inner, memory_order_relaxed);
-	bool ready = true; /* not ours any more: trust the kernel */
-
-	if (o && in && o == &in->obj && port__krec_is(n, (struct port *)o))
-		ready = port__ready((struct port *)o, depth + 1);
-	if (o)
-		uobj_put(o);
-	return ready;
-}
-
-static bool port__ready(struct port *p, int depth)
-{
-	struct pollfd pfd = { .fd = p->obj.fd, .events = POLLIN };
-	struct krec *n;
-
-	if (port__prune(p))
-		return true;
-	port__clear_db(p);
-	if (!rq_empty(&p->rq))
-		return true; /* something came meanwhile */
-	/* Clear what is stale in the instances p holds, so that the kernel's
-	 * poll below sees their fds exact.  Whether one of them being ready
-	 * makes p ready is the kernel's to say: p's registration of it may
-	 * not ask for EPOLLIN (an epoll fd reports nothing else) or may be a
-	 * disarmed one-shot.  The kernel limits nesting; this bound only
-	 * guards the recursion. */
-	if (depth < 8) {
-		for (n = atomic_load_explicit(&p->krecs, memory_order_acquire);
-		     n; n = n->next)
-			if (atomic_load_explicit(&n->inner, memory_order_acquire))
-				port__nest_ready(n, depth);
-	}
-	/* What is left readable is kernel fds, held instances (or a ring
-	 * that just came). */
-	return poll(&pfd, 1, 0) > 0;
+	if (!port_prune(p))
+		port_clear_db(p);
 }
 
 /*
@@ -887,20 +550,20 @@ again:
 			/* An edge-triggered doorbell's event is consumed by
 			 * being taken (store before anything else can return:
 			 * a stale db_set == 1 would strand every sleeper); a
-			 * level-triggered one stays until port__clear_db. */
+			 * level-triggered one stays until port_clear_db. */
 			*db = true;
 			if (!atomic_load(&p->db_lt))
 				atomic_store(&p->db_set, 0);
 			continue;
 		}
-		if (recs && (n = port__krec_of(p, evs[i].data.u64))) {
+		if (recs && (n = krec_of(p, evs[i].data.u64))) {
 			if (atomic_load_explicit(&n->inner,
 						 memory_order_relaxed)) {
-				if (!port__nest_ready(n, 0))
+				if (!krec_nest_ready(n, 0))
 					continue;
 			} else if (atomic_load_explicit(&n->rr_events,
 							memory_order_relaxed)) {
-				port__rr_rotate(p, n);
+				krec_rr_rotate(p, n);
 			}
 			if (kc && atomic_load_explicit(&n->urgent,
 						       memory_order_relaxed))
@@ -943,7 +606,7 @@ static int port__collect(struct port *p, struct epoll_event *evs, int max,
 	 * the kernel's batch: clear it first (a system call, but this wait
 	 * makes one anyway). */
 	if (kernel && atomic_load(&p->db_set) && !rq_prune(&p->rq))
-		port__clear_db(p);
+		port_clear_db(p);
 	kfirst = kernel && (atomic_load(&p->db_set) ||
 			    (atomic_fetch_add_explicit(&p->flip, 1,
 						       memory_order_relaxed) & 1));
@@ -992,11 +655,11 @@ static void port__settle(struct port *p, bool poll, bool slept)
 		 */
 		if (!slept || atomic_load(&p->sleepers) > 0 ||
 		    atomic_load_explicit(&p->watched, memory_order_relaxed))
-			port__kick(p);
+			port_kick(p);
 		return;
 	}
 	if (poll)
-		port__clear_db(p);
+		port_clear_db(p);
 }
 
 /* A wait without batching: returns as soon as it has events. */
@@ -1153,7 +816,7 @@ static int port__doze(struct port *p, struct epoll_event *evs, int max,
 	 * sleeping counts itself, then looks at the queue). */
 	atomic_store(&p->db_set, 0);
 	if (!rq_empty(&p->rq) && atomic_load(&p->sleepers) > 0)
-		port__kick(p);
+		port_kick(p);
 	return r;
 }
 
@@ -1323,22 +986,7 @@ void port_release(struct uobj *o)
 	if (!atomic_load_explicit(&o->fd_lost, memory_order_relaxed))
 		sys_close(o->fd);
 	rq_destroy(&p->rq); /* frees items retired while queued */
-	while (p->krecs) {
-		struct krec *n = p->krecs;
-		struct port *in = atomic_load(&n->inner);
-
-		/* The kernel drops our registration in it with our epoll. */
-		if (in) {
-			struct uobj *io = fdtab_get(atomic_load(&n->fd));
-
-			if (io == &in->obj && port__krec_is(n, in))
-				port__set_watched(in, -1);
-			if (io)
-				uobj_put(io);
-		}
-		p->krecs = n->next;
-		free(n);
-	}
+	krec_release(p);
 	pthread_mutex_destroy(&p->mtx);
 	pthread_mutex_destroy(&p->wlock);
 	turn_destroy(&p->turn);

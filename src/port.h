@@ -10,34 +10,11 @@
 
 #include "obj.h"
 #include "readyq.h"
+#include "sys.h"
 #include "turn.h"
 #include "wq.h"
 
-/*
- * A registration in our kernel epoll that a harvest must recognise: a uepoll
- * instance added to this one (inner != NULL), or a kernel fd added with
- * EPOLLROUNDROBIN (rr_events != 0) or EPOLLURGENT (urgent).  It is registered with this record's
- * address as data: a harvest recognises its events, reports the user's
- * data, and checks that a nested instance really has something (as the
- * kernel's poll of an epoll does) or moves the round-robin registration to
- * the back of the fd's wait queue.  Records are only ever appended to
- * port->krecs and freed with the port, so a harvest can walk the list
- * without a lock; a free record (inner == NULL, fd == -1) is reused.
- */
-struct krec {
-	struct krec *next; /* immutable once published */
-	_Atomic(struct port *) inner;
-	_Atomic int fd;
-	_Atomic uint64_t data;
-	_Atomic uint32_t rr_events; /* as registered, without EPOLLROUNDROBIN */
-	/* inner->gen when it was added: a closed inner's memory and fd number
-	 * may both be reused by a new instance, which this record must not
-	 * be taken for (its registration went with the old one's fd). */
-	_Atomic uint64_t inner_gen;
-	_Atomic bool urgent;	    /* registered with EPOLLURGENT */
-	_Atomic uint32_t kevents;   /* a kernel fd's events, as the kernel has
-				     * them (for poll() in a blind doze) */
-};
+struct krec; /* krec.h */
 
 struct port {
 	struct uobj obj; /* obj.fd: the instance's kernel epoll, its public fd */
@@ -58,9 +35,9 @@ struct port {
 	/* The doorbell's mode in the kernel epoll.  Edge-triggered (default):
 	 * a waiter that takes its event has consumed it.  Level-triggered
 	 * while watched: the doorbell stays readable until the instance has
-	 * nothing ready (port__clear_db), so the fd stays readable without a
+	 * nothing ready (port_clear_db), so the fd stays readable without a
 	 * new wake, exactly as an epoll with queued items does.  Changed under
-	 * mtx (port__set_watched). */
+	 * wlock (krec__set_watched). */
 	_Atomic bool db_lt;
 	pthread_mutex_t wlock; /* watched/db_lt transitions */
 	/* Kernel fd registrations with a record among krecs (round-robin or
@@ -88,7 +65,7 @@ struct port {
 	_Alignas(UEPOLL_CACHELINE) _Atomic int db_set;
 	/* Threads inside the sleep section of port_wait. */
 	_Atomic int sleepers;
-	/* Batching waits sleeping through ordinary events (port__doze): while
+	/* Batching waits sleeping through ordinary events (wait__doze): while
 	 * > 0, a signal rings the doorbell itself for an EPOLLURGENT item, or
 	 * when it brings bwant down to 0 (enough events for min_events or
 	 * maxevents).  seq_cst: pairs with the dozer's re-check of the ready
@@ -124,9 +101,12 @@ void port_item_kick(struct item *it);
  * ready and, if none is left, make its fd not readable, as the kernel's
  * poll of an epoll would see it.  No-op for an instance nobody holds. */
 void port_revalidate(struct port *p);
-/* Is any instance held by another one?  (Lets the hot paths skip the work
- * only held instances need.) */
-bool port_any_watched(void);
+/* Forget a stale doorbell (zero the eventfd), ringing again if items are
+ * queued: the kernel epoll is then readable only for what is really there. */
+void port_clear_db(struct port *p);
+/* rq_prune, ringing when items are kept (a concurrent port_clear_db may have
+ * seen the queue empty meanwhile); true when items are kept. */
+bool port_prune(struct port *p);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
 void port_release(struct uobj *o);
@@ -135,5 +115,13 @@ void port_release(struct uobj *o);
 struct uepoll_batch;
 int port_batch(struct port *p, const struct uepoll_batch *set,
 	       struct uepoll_batch *old);
+
+/* Ring the doorbell unless it is rung already (DOORBELL in port.c).  Inline:
+ * the signal path and every wait that leaves items queued come here. */
+static inline void port_kick(struct port *p)
+{
+	if (atomic_load(&p->db_set) == 0 && atomic_exchange(&p->db_set, 1) == 0)
+		sys_eventfd_signal(p->dbfd);
+}
 
 #endif

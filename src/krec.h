@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * krec.h - the kernel-side registrations of an instance that a harvest must
+ * recognise (krec.c).
+ */
+#ifndef UEPOLL_KREC_H
+#define UEPOLL_KREC_H
+
+#include "port.h"
+
+/*
+ * A registration in our kernel epoll that a harvest must recognise: a uepoll
+ * instance added to this one (inner != NULL), or a kernel fd added with
+ * EPOLLROUNDROBIN (rr_events != 0) or EPOLLURGENT (urgent).  It is
+ * registered with this record's address as data: a harvest recognises its
+ * events, reports the user's data, and checks that a nested instance really
+ * has something (as the kernel's poll of an epoll does) or moves the
+ * round-robin registration to the back of the fd's wait queue.  Records
+ * are only ever appended to port->krecs and freed with the port, so a
+ * harvest can walk the list without a lock; a free record (inner == NULL,
+ * fd == -1) is reused.
+ */
+struct krec {
+	struct krec *next; /* immutable once published */
+	_Atomic(struct port *) inner;
+	_Atomic int fd;
+	_Atomic uint64_t data;
+	_Atomic uint32_t rr_events; /* as registered, without EPOLLROUNDROBIN */
+	/* inner->gen when it was added: a closed inner's memory and fd number
+	 * may both be reused by a new instance, which this record must not
+	 * be taken for (its registration went with the old one's fd). */
+	_Atomic uint64_t inner_gen;
+	_Atomic bool urgent;	    /* registered with EPOLLURGENT */
+	_Atomic uint32_t kevents;   /* a kernel fd's events, as the kernel has
+				     * them (for poll() in a blind doze) */
+};
+
+/* ctl of a kernel fd when records are involved (EPOLLROUNDROBIN or
+ * EPOLLURGENT asked, or the instance has fd records); the kernel answers. */
+int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);
+/* ctl of a uepoll instance (inner) in p; the kernel answers. */
+int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
+		  struct epoll_event *ev);
+/* A harvest took an event of a round-robin registration: requeue it. */
+void krec_rr_rotate(struct port *p, struct krec *n);
+/* The live record of p whose address is data (an event's), or NULL. */
+struct krec *krec_of(struct port *p, uint64_t data);
+/* Does the nested instance of record n really have something? (depth: of
+ * the nesting, bounds the recursion) */
+bool krec_nest_ready(struct krec *n, int depth);
+/* Is any instance held by another one?  (Lets the hot paths skip the work
+ * only held instances need.) */
+bool krec_any_watched(void);
+/* Free p's records at its release (no thread can reach p any more). */
+void krec_release(struct port *p);
+
+#endif
