@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * port.c - the uepoll instance: ctl, wait, and the wake protocol.  The
+ * port.c - the uepoll instance: create and release, ctl (of ueventfds here;
+ * the rest dispatched), the signal path and the wake protocol, removal of a
+ * closed source's items.  Two parts have their own files: krec.c, the
  * kernel-side registrations a harvest must recognise (nested instances,
- * EPOLLROUNDROBIN and EPOLLURGENT kernel fds) are krec.c's.
+ * EPOLLROUNDROBIN and EPOLLURGENT kernel fds), and wait.c, how a thread
+ * waits on an instance (port_wait), the waiter's half of DOORBELL and DOZE.
  *
  * LAYERS.  A port owns a kernel epoll (its public fd) that holds the kernel
  * fds the user adds, other uepoll instances (their fds are kernel epolls),
@@ -46,24 +49,25 @@
  *  - A wait that leaves items queued (maxevents reached, level-triggered
  *    re-queue) kicks again, so the public fd stays readable for poll(),
  *    select() and outer event loops whenever a uepoll_wait would return.
- * When nobody sleeps, db_set stays 1 and signals make no system call.
+ * When nobody sleeps, db_set stays 1 and signals make no system call.  The
+ * signaler's side is here (port_item_signal, port_item_kick, port_kick);
+ * the waiter's is wait.c's (wait__kernel, the sleeps, wait__settle).
  *
- * DOZE (min-wait batching, port__doze).  A batching wait whose window is
- * open sets db_set = 1 itself, with no event behind it, so that signals
- * neither write the doorbell nor wake anyone until the window closes: the
- * one exception to "db_set == 1 means an event is pending".  It is bounded
- * (the doze ends at the window's end or the timeout) and repaired on the
- * way out: the dozer stores db_set = 0 (seq_cst), then, if items are queued
- * and another thread sleeps, rings (a thread that starts sleeping counts
- * itself in sleepers, then looks at the queue: one of the two sees the
- * other).  What must wake a dozer rings regardless of db_set: an urgent
- * item, or the event that brings bwant to 0 (port__wake_dozer, which loads
- * dozers after its enqueue as port_kick loads db_set; the dozer counts
- * itself in dozers before it re-checks the queue).  Kernel fds reach the
- * kernel epoll directly and wake a dozer as they wake any sleeper.
+ * DOZE (min-wait batching, wait__doze in wait.c).  A batching wait whose
+ * window is open sets db_set = 1 itself, with no event behind it, so that
+ * signals neither write the doorbell nor wake anyone until the window closes:
+ * the one exception to "db_set == 1 means an event is pending".  It is bounded
+ * (the doze ends at the window's end or the timeout) and repaired on the way
+ * out: the dozer stores db_set = 0 (seq_cst), then, if items are queued and
+ * another thread sleeps, rings (a thread that starts sleeping counts itself
+ * in sleepers, then looks at the queue: one of the two sees the other).  What
+ * must wake a dozer rings regardless of db_set: an urgent item, or the event
+ * that brings bwant to 0 (port__wake_dozer, which loads dozers after its
+ * enqueue as port_kick loads db_set; the dozer counts itself in dozers before
+ * it re-checks the queue).  Kernel fds reach the kernel epoll directly and
+ * wake a dozer as they wake any sleeper.
  */
 #include <errno.h>
-#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +103,7 @@ static void port__ring(struct port *p)
 }
 
 /*
- * An item was queued while a batching wait dozes (port__doze): ring for an
+ * An item was queued while a batching wait dozes (wait__doze): ring for an
  * urgent item, or for the event that makes enough (bwant reaches 0).  The
  * seq_cst load of dozers comes after the enqueue, as port_kick's load of
  * db_set does: the dozer counts itself, then re-checks the queue.
@@ -459,8 +463,6 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	return r;
 }
 
-static const struct timespec port__zero;
-
 /* Forget a stale doorbell: afterwards the kernel epoll is readable only for
  * kernel-side events, or for a ring that comes after. */
 void port_clear_db(struct port *p)
@@ -499,434 +501,6 @@ void port_revalidate(struct port *p)
 		return;
 	if (!port_prune(p))
 		port_clear_db(p);
-}
-
-/*
- * What a batching wait needs from port__kernel: the start of its array
- * (entries before this call's are what it already holds), whether an urgent
- * registration's event came, and how many events were only repeats of
- * entries it holds (merged into them).
- */
-struct port__kctx {
-	struct epoll_event *base;
-	bool urgent;
-	int repeats;
-};
-
-/* A batch holds each registration once: a kernel event whose data is that
- * of an entry collected earlier in this wait is or-ed into it.  (The kernel
- * gives back only data, so two registrations with the same data merge.) */
-static bool port__merge(struct port__kctx *kc, struct epoll_event *at,
-			const struct epoll_event *e)
-{
-	for (struct epoll_event *x = kc->base; x < at; x++)
-		if (x->data.u64 == e->data.u64) {
-			x->events |= e->events;
-			kc->repeats++;
-			return true;
-		}
-	return false;
-}
-
-/* epoll_wait on the kernel side; removes the doorbell's event from evs and
- * translates (or drops, when stale) the events of recorded registrations. */
-static int port__kernel(struct port *p, struct epoll_event *evs, int max,
-			const struct timespec *timeout, const sigset_t *sigmask,
-			bool *db, struct port__kctx *kc)
-{
-	const uint64_t me = (uint64_t)(uintptr_t)p;
-	bool recs = atomic_load_explicit(&p->krecs, memory_order_relaxed);
-	struct krec *n;
-	int r, i, end, k = 0, want = max;
-	bool retried = false;
-
-	*db = false;
-again:
-	r = sys_epoll_wait(p->obj.fd, evs + k, want, timeout, sigmask);
-	if (r <= 0)
-		return k ? k : r;
-	for (i = k, end = k + r; i < end; i++) {
-		if (evs[i].data.u64 == me) {
-			/* An edge-triggered doorbell's event is consumed by
-			 * being taken (store before anything else can return:
-			 * a stale db_set == 1 would strand every sleeper); a
-			 * level-triggered one stays until port_clear_db. */
-			*db = true;
-			if (!atomic_load(&p->db_lt))
-				atomic_store(&p->db_set, 0);
-			continue;
-		}
-		if (recs && (n = krec_of(p, evs[i].data.u64))) {
-			if (atomic_load_explicit(&n->inner,
-						 memory_order_relaxed)) {
-				if (!krec_nest_ready(n, 0))
-					continue;
-			} else if (atomic_load_explicit(&n->rr_events,
-							memory_order_relaxed)) {
-				krec_rr_rotate(p, n);
-			}
-			if (kc && atomic_load_explicit(&n->urgent,
-						       memory_order_relaxed))
-				kc->urgent = true;
-			evs[i].data.u64 = atomic_load_explicit(
-				&n->data, memory_order_relaxed);
-		}
-		if (kc && port__merge(kc, evs, &evs[i]))
-			continue;
-		evs[k++] = evs[i];
-	}
-	/* The doorbell or a stale nested instance filled the batch: ask again
-	 * (without sleeping) for what they displaced.  Only when nothing real
-	 * came back: a level-triggered event we returned would be queued
-	 * again by the kernel and come twice. */
-	if (r == want && k == 0 && !retried &&
-	    atomic_load_explicit(&p->nkernel, memory_order_relaxed)) {
-		retried = true;
-		want = max - k;
-		timeout = &port__zero;
-		goto again;
-	}
-	return k;
-}
-
-/* Take what is ready now from both sides, without sleeping.  rb and kc:
- * a batching wait's (NULL otherwise). */
-static int port__collect(struct port *p, struct epoll_event *evs, int max,
-			 struct rq_batch *rb, struct port__kctx *kc)
-{
-	bool kernel = atomic_load_explicit(&p->nkernel, memory_order_relaxed) > 0;
-	bool kfirst, db;
-	int n = 0, r;
-
-	/* Alternate which side goes first so neither starves the other; but
-	 * while the doorbell may be pending in the kernel epoll, the kernel
-	 * goes first with the whole batch, so that the slot the doorbell takes
-	 * is one the ready queue can fill instead of a displaced kernel event. */
-	/* A doorbell with nothing ready behind it would only take a slot of
-	 * the kernel's batch: clear it first (a system call, but this wait
-	 * makes one anyway). */
-	if (kernel && atomic_load(&p->db_set) && !rq_prune(&p->rq))
-		port_clear_db(p);
-	kfirst = kernel && (atomic_load(&p->db_set) ||
-			    (atomic_fetch_add_explicit(&p->flip, 1,
-						       memory_order_relaxed) & 1));
-	if (kfirst) {
-		n = port__kernel(p, evs, max, &port__zero, NULL, &db, kc);
-		if (n < 0)
-			return n;
-	}
-	if (n < max) {
-		r = rq_harvest_batch(&p->rq, evs + n, max - n, rb);
-		if (r < 0)
-			return r;
-		n += r;
-	}
-	if (kernel && !kfirst && n < max) {
-		r = port__kernel(p, evs + n, max - n, &port__zero, NULL, &db,
-				 kc);
-		if (r < 0)
-			return n ? n : r;
-		n += r;
-	}
-	return n;
-}
-
-/*
- * Before returning: keep the public fd readable if items are still queued,
- * and, for a non-blocking wait that found nothing (how an outer event loop
- * learns that the fd's readiness was stale), take the stale doorbell event so
- * the fd is not left readable with nothing to return.  A wait that returned
- * events leaves a stale doorbell alone: a busy loop then makes no system call.
- */
-static void port__settle(struct port *p, bool poll, bool slept)
-{
-	/* An instance held by another one keeps its fd exact. */
-	port_revalidate(p);
-	if (!rq_empty(&p->rq)) {
-		/*
-		 * Items left (beyond maxevents, or level-triggered ones put
-		 * back).  Ring, so that a sleeper or an outside poller sees
-		 * them.  Except after a blocking wait that slept, when no other
-		 * thread sleeps here: then the ring would only make this
-		 * thread's next wait return at once (a write and an epoll_wait
-		 * per event, in every ping-pong); the caller's next wait finds
-		 * the items itself.  (seq_cst: a thread that starts sleeping
-		 * counts itself, then looks at the queue.)
-		 */
-		if (!slept || atomic_load(&p->sleepers) > 0 ||
-		    atomic_load_explicit(&p->watched, memory_order_relaxed))
-			port_kick(p);
-		return;
-	}
-	if (poll)
-		port_clear_db(p);
-}
-
-/* A wait without batching: returns as soon as it has events. */
-static int port__wait_plain(struct port *p, struct epoll_event *evs, int max,
-			    int64_t deadline, const sigset_t *sigmask)
-{
-	struct timespec ts;
-	bool db;
-	int n, r;
-
-	for (;;) {
-		n = port__collect(p, evs, max, NULL, NULL);
-		if (n != 0 || deadline == 0) {
-			if (n >= 0)
-				port__settle(p, n == 0, false);
-			return n;
-		}
-		if (deadline > 0) {
-			sys_time_left(deadline, &ts);
-			if (!ts.tv_sec && !ts.tv_nsec)
-				return 0;
-		}
-		/* A level-triggered doorbell would wake us at once: clear it
-		 * unless something is really ready. */
-		if (atomic_load(&p->db_lt))
-			port_revalidate(p);
-		atomic_fetch_add(&p->sleepers, 1);
-		if (!rq_empty(&p->rq)) {
-			atomic_fetch_sub(&p->sleepers, 1);
-			continue;
-		}
-		r = port__kernel(p, evs, max, deadline > 0 ? &ts : NULL,
-				 sigmask, &db, NULL);
-		atomic_fetch_sub(&p->sleepers, 1);
-		if (r < 0)
-			return r;
-		if (r > 0 || db) {
-			if (r < max) {
-				n = rq_harvest(&p->rq, evs + r, max - r);
-				if (n > 0)
-					r += n;
-			}
-			if (r > 0) {
-				port__settle(p, false, true);
-				return r;
-			}
-		}
-		/* A stale doorbell or a timeout: go round; the deadline check
-		 * above ends a timed-out wait after one more collect. */
-	}
-}
-
-/* The timeout of a sleep that must end at until (absolute ns). */
-static struct timespec *port__until(int64_t until, struct timespec *ts)
-{
-	if (until == BATCH_NEVER)
-		return NULL;
-	sys_time_left(until, ts);
-	return ts;
-}
-
-/* A generation for a batching wait (rq_batch.gen), never 0. */
-static uint32_t port__gen(struct port *p)
-{
-	uint32_t g;
-
-	do
-		g = atomic_fetch_add_explicit(&p->bgen, 1,
-					      memory_order_relaxed) + 1;
-	while (!g);
-	return g;
-}
-
-/* Urgent kernel registrations a blind doze also polls (beyond: they wake it
- * when the window closes). */
-#define PORT__BLIND_URGENT 32
-
-/*
- * A batching wait with its window open sleeps through ordinary events until
- * `until`: it holds db_set at 1, so that a signal neither makes a system call
- * nor wakes anyone, and counts itself in dozers, so that an urgent item or
- * the event that makes `want` rings anyway (port__wake_dozer).  Kernel fds
- * still wake it (they reach the kernel epoll directly), except in `blind`
- * mode, when a level-triggered kernel fd the batch holds keeps the kernel
- * epoll readable: then it sleeps on the doorbell and the urgent kernel
- * registrations alone (polled for the events they were registered for; a
- * spurious wake only makes it collect and doze again).  Like any sleep it
- * counts itself in sleepers and re-checks the ready queue first.  Returns
- * the kernel events it took (into evs), 0, or -errno.
- */
-static int port__doze(struct port *p, struct epoll_event *evs, int max,
-		      int64_t until, int want, bool blind,
-		      const sigset_t *sigmask, bool *db,
-		      struct port__kctx *kc)
-{
-	struct pollfd pfd[1 + PORT__BLIND_URGENT];
-	struct timespec ts;
-	struct krec *n;
-	uint64_t v;
-	int r = 0, npfd = 1;
-
-	*db = false;
-	/* seq_cst, before the queue is re-checked: pairs with the signal
-	 * path's load of dozers after its enqueue (port__wake_dozer). */
-	atomic_fetch_add(&p->dozers, 1);
-	atomic_store(&p->bwant, want);
-	/* An event pending behind db_set == 1 wakes the sleep below at once
-	 * (or, blind, is cleared: the re-check below finds its item). */
-	atomic_store(&p->db_set, 1);
-	atomic_fetch_add(&p->sleepers, 1);
-	if (blind)
-		sys_read(p->dbfd, &v, sizeof(v));
-	if (rq_empty(&p->rq)) {
-		if (blind) {
-			/* The doorbell, and the urgent kernel registrations
-			 * (none is held: one would have ended the batch). */
-			pfd[0].fd = p->dbfd;
-			pfd[0].events = POLLIN;
-			for (n = atomic_load_explicit(&p->krecs,
-						      memory_order_acquire);
-			     n && npfd < 1 + PORT__BLIND_URGENT; n = n->next) {
-				int fd = atomic_load_explicit(
-					&n->fd, memory_order_acquire);
-
-				if (fd < 0 || !atomic_load_explicit(
-						      &n->urgent,
-						      memory_order_relaxed))
-					continue;
-				/* The epoll bits below are poll's own. */
-				pfd[npfd].fd = fd;
-				pfd[npfd++].events = (short)(
-					atomic_load_explicit(
-						&n->kevents,
-						memory_order_relaxed) &
-					(EPOLLIN | EPOLLOUT | EPOLLPRI |
-					 EPOLLRDHUP | EPOLLRDNORM |
-					 EPOLLRDBAND | EPOLLWRNORM |
-					 EPOLLWRBAND));
-			}
-			r = ppoll(pfd, (nfds_t)npfd, port__until(until, &ts),
-				  sigmask);
-			r = r < 0 ? -errno : 0;
-		} else {
-			r = port__kernel(p, evs, max, port__until(until, &ts),
-					 sigmask, db, kc);
-		}
-	}
-	atomic_fetch_sub(&p->sleepers, 1);
-	atomic_store(&p->bwant, 0);
-	atomic_fetch_sub(&p->dozers, 1);
-	/* Give the doorbell back: db_set == 1 with no event behind it would
-	 * strand other sleepers.  Items queued meanwhile are this wait's to
-	 * collect, unless someone else sleeps (seq_cst: a thread that starts
-	 * sleeping counts itself, then looks at the queue). */
-	atomic_store(&p->db_set, 0);
-	if (!rq_empty(&p->rq) && atomic_load(&p->sleepers) > 0)
-		port_kick(p);
-	return r;
-}
-
-/*
- * A wait under a batching policy (batch.h has the rule; include/uepoll.h
- * states it).  It collects (ready queue, and kernel events with a
- * zero-timeout epoll_wait when the instance has kernel fds) as long as
- * something is there, and sleeps only when nothing is: in the window it
- * dozes, else it sleeps as a plain wait does, woken by the first event.
- */
-static int port__wait_batch(struct port *p, struct epoll_event *evs, int max,
-			    int64_t deadline, const sigset_t *sigmask,
-			    const struct uepoll_batch *pol)
-{
-	struct port__kctx kc = { .base = evs };
-	struct rq_batch rb;
-	struct batch b;
-	struct timespec ts;
-	int64_t now, until;
-	bool slept = false, blind = false, doze, dozed, db;
-	int r = 0, got, want;
-
-	rq_batch_init(&rb, port__gen(p));
-	batch_start(&b, pol, max, deadline, (int64_t)sys_now_ns());
-	for (;;) {
-		got = port__collect(p, evs + b.n, max - b.n, &rb, &kc);
-		if (got < 0) {
-			r = got;
-			break;
-		}
-		now = (int64_t)sys_now_ns();
-		batch_add(&b, got, rb.urgent || kc.urgent, now);
-		if (batch_due(&b, now, &until, &doze, &want))
-			break;
-		kc.repeats = 0;
-		dozed = doze && !atomic_load_explicit(&p->watched,
-						      memory_order_relaxed);
-		if (dozed) {
-			got = port__doze(p, evs + b.n, max - b.n, until, want,
-					 blind, sigmask, &db, &kc);
-		} else {
-			/* As a plain wait sleeps (an instance held by
-			 * another one rings on every event anyway). */
-			if (atomic_load(&p->db_lt))
-				port_revalidate(p);
-			atomic_fetch_add(&p->sleepers, 1);
-			if (!rq_empty(&p->rq)) {
-				atomic_fetch_sub(&p->sleepers, 1);
-				continue;
-			}
-			got = port__kernel(p, evs + b.n, max - b.n,
-					   port__until(until, &ts), sigmask,
-					   &db, &kc);
-			atomic_fetch_sub(&p->sleepers, 1);
-		}
-		slept = true;
-		if (got < 0) {
-			/* Rule 7: a signal ends the wait with what is there
-			 * (as the kernel's ep_poll prefers events to EINTR),
-			 * dozing having left some uncollected. */
-			r = got;
-			if (r == -EINTR) {
-				got = port__collect(p, evs + b.n, max - b.n,
-						    &rb, &kc);
-				if (got > 0)
-					b.n += got;
-			}
-			break;
-		}
-		batch_add(&b, got, kc.urgent, (int64_t)sys_now_ns());
-		/* Woken only by kernel events the batch holds already: a
-		 * level-triggered kernel fd keeps the epoll readable.  A doze
-		 * goes on blind; a held instance (which cannot doze: it rings
-		 * on every event) returns rather than spin. */
-		if (got == 0 && kc.repeats > 0 && !db) {
-			if (!dozed)
-				break;
-			blind = true;
-		}
-	}
-	rq_batch_end(&p->rq, &rb);
-	if (b.n > 0) {
-		port__settle(p, false, slept);
-		return b.n;
-	}
-	if (r < 0)
-		return r;
-	port__settle(p, !slept, slept);
-	return 0;
-}
-
-int port_wait(struct port *p, struct epoll_event *evs, int max,
-	      int64_t deadline, const sigset_t *sigmask)
-{
-	struct uepoll_batch pol;
-	int n;
-
-	if (!evs) {
-		/* The kernel faults only when it has an event to copy. */
-		n = rq_harvest(&p->rq, NULL, max);
-		return n < 0 || deadline != 0 ? -EFAULT : 0;
-	}
-	/* A timeout of 0 never batches. */
-	if (deadline != 0) {
-		batch_get(p, &pol);
-		if (batch_active(&pol))
-			return port__wait_batch(p, evs, max, deadline, sigmask,
-						&pol);
-	}
-	return port__wait_plain(p, evs, max, deadline, sigmask);
 }
 
 void port_drop_source(struct wq *q)
