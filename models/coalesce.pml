@@ -29,7 +29,7 @@ byte consumed;
 bit pending;
 bit queued;
 
-/* port__kick: test, then exchange, then write(2) to the doorbell. */
+/* port_kick: test, then exchange, then write(2) to the doorbell. */
 inline kick() {
 	if
 	:: db_set == 0 ->
@@ -111,10 +111,10 @@ proctype waiter()
 {
 	do
 	:: true ->
-		/* port__collect: harvest one item (maxevents = 1) */
+		/* wait__collect: harvest one item (maxevents = 1) */
 		if
 		:: atomic { count > 0 -> count--; consumed++ } ->
-			/* port__settle: keep the fd readable for what is left */
+			/* wait__settle: keep the fd readable for what is left */
 			if
 			:: count > 0 -> kick()
 			:: else -> skip
@@ -125,7 +125,7 @@ proctype waiter()
 			:: count > 0 -> skip
 			:: else ->
 end_sleep:			atomic { db_pending == 1 -> db_pending = 0 };
-				db_set = 0	/* port__kernel saw the doorbell */
+				db_set = 0	/* wait__kernel saw the doorbell */
 			fi
 		fi
 	od

@@ -4,7 +4,7 @@
  * waiter asleep in epoll_wait while an item is queued (lost wakeup), and
  * every item produced is consumed exactly once.
  *
- * Shared state, as in port.c:
+ * Shared state, as in port.c and wait.c:
  *   count       items on the ready queue (rq count, seq_cst)
  *   db_set      port->db_set: doorbell rung, its event not yet taken
  *   db_pending  the doorbell's event is queued in the kernel epoll
@@ -24,7 +24,7 @@ bit db_pending;
 byte produced;
 byte consumed;
 
-/* port__kick: test, then exchange, then write(2) to the doorbell. */
+/* port_kick: test, then exchange, then write(2) to the doorbell. */
 inline kick() {
 	if
 	:: db_set == 0 ->
@@ -58,10 +58,10 @@ proctype waiter()
 {
 	do
 	:: true ->
-		/* port__collect: harvest one item (maxevents = 1) */
+		/* wait__collect: harvest one item (maxevents = 1) */
 		if
 		:: atomic { count > 0 -> count--; consumed++ } ->
-			/* port__settle: keep the fd readable for what is left */
+			/* wait__settle: keep the fd readable for what is left */
 			if
 			:: count > 0 -> kick()
 			:: else -> skip
@@ -72,7 +72,7 @@ proctype waiter()
 			:: count > 0 -> skip
 			:: else ->
 end_sleep:			atomic { db_pending == 1 -> db_pending = 0 };
-				db_set = 0	/* port__kernel saw the doorbell */
+				db_set = 0	/* wait__kernel saw the doorbell */
 			fi
 		fi
 	od

@@ -1,6 +1,7 @@
 /*
  * doze.pml - the doorbell protocol with a dozing batching wait (src/port.c,
- * DOZE; port__doze, port__wake_dozer), for the spin model checker.
+ * DOZE; port__wake_dozer, and src/wait.c, wait__doze), for the spin model
+ * checker.
  * Checked exhaustively: when nothing can move any more (every waiter asleep,
  * every doze over), no item is left queued, and every item produced is
  * consumed exactly once.  A doze holds db_set = 1 with no event behind it,
@@ -9,7 +10,7 @@
  * must give db_set back and ring for what the sleeper missed: the dozing
  * thread may return from its wait then and never wait again.
  *
- * Shared state, as in port.c:
+ * Shared state, as in port.c and wait.c:
  *   count       items on the ready queue
  *   db_set      port->db_set
  *   db_pending  the doorbell's event is queued in the kernel epoll

@@ -2,7 +2,7 @@
 /*
  * batch.h - min-wait batching: an instance's policy and the rule that says
  * when a batching wait returns (include/uepoll.h, "THE RULE").  The rule is
- * pure bookkeeping over times and counts; port.c does the collecting and the
+ * pure bookkeeping over times and counts; wait.c does the collecting and the
  * sleeping.
  */
 #ifndef UEPOLL_BATCH_H

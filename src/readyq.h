@@ -91,7 +91,7 @@ bool rq_empty(struct readyq *q);
 int rq_harvest(struct readyq *q, struct epoll_event *evs, int max);
 
 /*
- * A batching wait (port.c, min-wait) harvests several times and must return
+ * A batching wait (wait.c, min-wait) harvests several times and must return
  * each registration at most once, as one kernel epoll_wait does.  Its
  * harvests mark what they deliver with gen (a mark only moves forward, so
  * an item delivered by batch g carries g or a later one) and, instead of re-queueing a

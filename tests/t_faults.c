@@ -25,7 +25,7 @@
  *   obj.c    uobj_alloc: aligned_alloc of a ueventfd / instance
  *   fdtab.c  fdtab__slot_of: calloc of a chunk of the fd table
  *   port.c   port__ctl_user: calloc of an item (ueventfd watched)
- *   port.c   port__krec_new: calloc of a record (nested instance, or a
+ *   krec.c   krec__new: calloc of a record (nested instance, or a
  *            kernel fd added with EPOLLROUNDROBIN)
  * liburcu's wait-free queue (a shared library, not wrapped) allocates
  * nothing.  Every other public call must make no allocation at all: it is
