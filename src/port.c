@@ -26,7 +26,8 @@
  *                  writes of item->events (readyq.c).  With the wait-free
  *                  queue (the default) producers never take it.
  * The signal path takes wq->lock (then rq->lock for a locked queue only);
- * harvesting takes rq->lock only.  An item is retired only with port->mtx
+ * harvesting takes rq->lock only (and, apart from it, port->mtx to rotate a
+ * round-robin kernel registration whose event it took: wait.c).  An item is retired only with port->mtx
  * held and after it has been unlinked from the wait queue (under wq->lock),
  * so no signaler can still reach it; rq_retire frees it at once or, if it
  * is queued, leaves it to the harvest that dequeues it (readyq.c).  A closing
