@@ -263,7 +263,7 @@ int ueventfd_write(int fd, eventfd_t value);
  * microseconds, and the writes in between ride on it.
  *   delay_us  0: wake at once (no coalescing); at most
  *             UEVENTFD_COALESCE_MAX_US (100 ms).
- *   flags     must be 0.
+ *   flags     0, or UEVENTFD_HOLD_WRITES (below; needs delay_us > 0).
  *   count     0: no threshold.  Else a write that brings the counter to
  *             count or more wakes at once (the counter is the pending
  *             value: with writes of 1, count writes).
@@ -286,6 +286,26 @@ int ueventfd_write(int fd, eventfd_t value);
  *    at once (closing with one pending is safe).
  *  - Semaphore-mode ueventfds always wake at once: setting delay_us > 0 on
  *    one fails with EINVAL, and the default below does not apply to them.
+ * UEVENTFD_HOLD_WRITES holds the writes themselves, not only the wakeups:
+ * a write is added to a pending value that the counter does not show yet,
+ * and the pending value is shown (added to the counter, which makes the
+ * ueventfd readable and wakes as one write does) delay_us after the first
+ * write that found nothing pending, or at once by the write that brings
+ * the pending value to count.  Meanwhile reads, waits and poll() see the
+ * counter without it (a non-blocking read answers EAGAIN if that is 0), so
+ * a subscriber that drains the counter sleeps until the next batch,
+ * however fast the publisher writes: one wakeup and one read per delay_us.
+ * Without the flag an awake reader sees every write at once and keeps
+ * finding the counter non-zero while writes keep coming.  A write is still
+ * never lost (the last one of a burst is shown within delay_us), the
+ * guarantees above hold for the shown writes, and a write makes no system
+ * call and touches no watcher: the first write of a batch arms the timer
+ * (under its lock), the others add to the pending value and load one flag
+ * (the timer thread shows the batch and wakes).
+ * Writes block (or fail with EAGAIN) when the counter plus the pending
+ * value would exceed the counter's maximum, as an eventfd's do.  A write of
+ * 0 shows nothing.  Closing the ueventfd or changing its setting shows the
+ * pending value at once.
  * Default at creation: the environment variable
  * UEPOLL_EVENTFD_COALESCE="delay_us[,count]", read once per process at the
  * first ueventfd() (malformed or out of range: no coalescing); else none.
@@ -296,6 +316,7 @@ int ueventfd_write(int fd, eventfd_t value);
  * errno EBADF (fd is not a ueventfd) or EINVAL (bad set).
  */
 #define UEVENTFD_COALESCE_MAX_US 100000u
+#define UEVENTFD_HOLD_WRITES 0x1u
 struct ueventfd_coalesce {
 	uint32_t delay_us;
 	uint32_t flags;

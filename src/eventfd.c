@@ -44,7 +44,23 @@
  * before or after the kick's look).  A write that reaches the count, a
  * change of the setting and a close deliver at once.
  *
- * LOCKING: count, mirror, wseq, wwaiters, co_* are atomics (no lock).
+ * HOLD (UEVENTFD_HOLD_WRITES, on top of a delay).  The writes themselves are
+ * held, not only their wakeups: a write adds to `held` instead of `count`
+ * and touches nothing else (no walk, no lock, no system call), then arms
+ * the timer (one load while it is pending).  The delivery moves `held` into
+ * `count` with one exchange and from there is an ordinary write (uefd__show:
+ * walk, doorbells, mirror), so readiness, reads and the DOORBELL and MIRROR
+ * arguments see nothing new: an awake reader sees a batch when it is shown,
+ * and a subscriber that drains the counter sleeps until the next one, however
+ * fast the publisher writes.  No value is stranded: a writer adds (seq_cst
+ * CAS) then loads `pending` in timer_arm; the thread clears `pending`
+ * (seq_cst) before the run's exchange of `held`; so either the run takes the
+ * value or the writer arms a new run (PENDING in timer.c).  A write that
+ * brings `held` to the count threshold shows it at once.  Writers keep
+ * count + held <= UEFD_MAX; a value that would not fit (a setting changed
+ * under concurrent writers) stays held and is shown by the next run.
+ *
+ * LOCKING: count, held, mirror, wseq, wwaiters, co_* are atomics (no lock).
  * wq.lock protects the list of watching items and nests outside every
  * instance's readyq lock (wq_wake -> port_item_signal -> rq_enqueue); it
  * also serialises ueventfd_coalesce calls.  The timer's lock is a leaf
@@ -64,6 +80,12 @@
 #include "sys.h"
 
 static void uefd__timer_fn(struct timer *t);
+
+/* Room left for writes when the counter is c with h still held (HOLD). */
+static uint64_t uefd__room(uint64_t c, uint64_t h)
+{
+	return c > UEFD_MAX || h > UEFD_MAX - c ? 0 : UEFD_MAX - c - h;
+}
 
 /* A decimal number at *s (no sign); advances *s past it. */
 static bool uefd__parse_num(const char **s, uint64_t *out)
@@ -154,6 +176,8 @@ int uefd_create(unsigned int initval, int flags)
 		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
 	atomic_init(&e->co_delay_us, dflt.delay_us);
 	atomic_init(&e->co_count, dflt.count);
+	atomic_init(&e->co_flags, 0);
+	atomic_init(&e->held, 0);
 	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
 	wq_init(&e->wq);
 
@@ -178,7 +202,10 @@ uint32_t uefd_poll(struct uefd *e)
 
 	if (c > 0)
 		m |= EPOLLIN;
-	if (c < UEFD_MAX)
+	/* Room counts held writes too: they are the counter's, not yet
+	 * shown. */
+	if (uefd__room(c, atomic_load_explicit(&e->held,
+					       memory_order_relaxed)))
 		m |= EPOLLOUT;
 	return m;
 }
@@ -189,9 +216,13 @@ static void uefd__arm(struct uefd *e)
 		sys_eventfd_signal(e->obj.fd);
 }
 
-/* The wakeups held by earlier writes (COALESCE): ring what is still owed. */
+static void uefd__show(struct uefd *e);
+
+/* The wakeups held by earlier writes (COALESCE), and their values (HOLD):
+ * show them and ring what is still owed. */
 static void uefd__deliver(struct uefd *e)
 {
+	uefd__show(e);
 	if (atomic_load(&e->wq.n))
 		wq_kick(&e->wq);
 	/* seq_cst, pairs with the writers' CAS on count (MIRROR).  Not when
@@ -219,6 +250,7 @@ static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
 	return cnt && now >= cnt ? 0 : d;
 }
 
+
 /* Wait until the counter may have room: futex on wseq, bumped by readers. */
 static int uefd__wait_room(struct uefd *e, uint64_t v)
 {
@@ -234,7 +266,7 @@ static int uefd__wait_room(struct uefd *e, uint64_t v)
 	/* seq_cst: pairs with the reader's CAS on count then load of wwaiters. */
 	seq = atomic_load(&e->wseq);
 	r = 0;
-	if (UEFD_MAX - atomic_load(&e->count) < v)
+	if (uefd__room(atomic_load(&e->count), atomic_load(&e->held)) < v)
 		r = sys_futex_wait(&e->wseq, seq);
 	atomic_fetch_sub(&e->wwaiters, 1);
 	return r == -EINTR ? r : 0;
@@ -263,10 +295,66 @@ static bool uefd__long_write_ok(void)
 	return k == 1;
 }
 
+static ssize_t uefd__wrote(struct uefd *e, uint64_t c, uint64_t v, bool now);
+
+/* Show the held writes (HOLD): move them into the counter and wake as one
+ * write of their sum that is due now.  The timer thread, a write that
+ * reaches the count, a change of setting and close call it. */
+static void uefd__show(struct uefd *e)
+{
+	uint64_t h, c, take;
+
+	if (!atomic_load(&e->held))
+		return;
+	h = atomic_exchange(&e->held, 0);
+	if (!h)
+		return;
+	c = atomic_load(&e->count);
+	do
+		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
+	while (!atomic_compare_exchange_weak(&e->count, &c, c + take));
+	if (take < h) {
+		/* It did not fit (HOLD): the rest waits for the next run.  If
+		 * none can be armed, the next write, change or close shows
+		 * it. */
+		atomic_fetch_add(&e->held, h - take);
+		(void)timer_arm(&e->co_timer,
+				(uint64_t)atomic_load_explicit(
+					&e->co_delay_us, memory_order_relaxed) *
+					1000u);
+	}
+	(void)uefd__wrote(e, c, take, true);
+}
+
+/* A write of v with UEVENTFD_HOLD_WRITES (HOLD): add it to `held`. */
+static ssize_t uefd__write_held(struct uefd *e, uint64_t v)
+{
+	uint64_t h = atomic_load(&e->held), cnt;
+	int r;
+
+	for (;;) {
+		if (uefd__room(atomic_load(&e->count), h) < v) {
+			r = uefd__wait_room(e, v);
+			if (r < 0)
+				return r;
+			h = atomic_load(&e->held);
+			continue;
+		}
+		if (atomic_compare_exchange_weak(&e->held, &h, h + v))
+			break;
+	}
+	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	if ((cnt && h + v >= cnt) ||
+	    timer_arm(&e->co_timer,
+		      (uint64_t)atomic_load_explicit(&e->co_delay_us,
+						     memory_order_relaxed) *
+			      1000u) < 0)
+		uefd__show(e);
+	return sizeof(v);
+}
+
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
-	uint32_t hold;
-	bool held = false;
 	uint64_t v, c;
 	int r;
 
@@ -277,9 +365,13 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
+	if (atomic_load_explicit(&e->co_flags, memory_order_relaxed) &
+	    UEVENTFD_HOLD_WRITES)
+		return uefd__write_held(e, v);
 	c = atomic_load(&e->count);
 	for (;;) {
-		if (UEFD_MAX - c < v) {
+		if (uefd__room(c, atomic_load_explicit(
+					  &e->held, memory_order_relaxed)) < v) {
 			r = uefd__wait_room(e, v);
 			if (r < 0)
 				return r;
@@ -289,12 +381,28 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		if (atomic_compare_exchange_weak(&e->count, &c, c + v))
 			break;
 	}
-	hold = uefd__hold_us(e, c + v);
+	return uefd__wrote(e, c, v, false);
+}
+
+/*
+ * The rest of a write that added v to a counter that held c: wake (or hold
+ * the wakeups of) the watchers and the kernel fd.  now: the held writes
+ * being shown (uefd__show), whose wakeup is due and whose object may be
+ * closed already.
+ */
+static ssize_t uefd__wrote(struct uefd *e, uint64_t c, uint64_t v, bool now)
+{
+	uint32_t hold = now ? 0 : uefd__hold_us(e, c + v);
+	bool held = false;
+
 	/* The kernel wakes EPOLLIN watchers on every write, even of 0: an
 	 * edge-triggered watcher sees one event per write. */
 	if (atomic_load(&e->wq.narmed))
 		held = wq_wake(&e->wq, EPOLLIN, hold != 0);
-	if (c + v > 0) {
+	/* Shown writes: not on a number closed with close() and already
+	 * reused (see uefd__deliver). */
+	if (c + v > 0 && !(now && atomic_load_explicit(&e->obj.fd_lost,
+						       memory_order_relaxed))) {
 		if (!hold)
 			uefd__arm(e);
 		else if (atomic_load(&e->mirror) == 0)
@@ -379,6 +487,8 @@ void uefd_close(struct uefd *e)
 	 * blocked in uepoll_read gets the mirror it was owed. */
 	if (timer_cancel(&e->co_timer))
 		uefd__deliver(e);
+	else
+		uefd__show(e); /* held by a writer racing with this close */
 	/* A run already in progress keeps a reference: let it end, so that
 	 * the fd number is free when uepoll_close returns, as close(2)'s is. */
 	timer_wait_idle(&e->co_timer);
@@ -389,26 +499,32 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 {
 	struct ueventfd_coalesce o;
 
-	if (set && (set->flags || set->delay_us > UEVENTFD_COALESCE_MAX_US))
+	if (set && ((set->flags & ~UEVENTFD_HOLD_WRITES) ||
+		    set->delay_us > UEVENTFD_COALESCE_MAX_US ||
+		    ((set->flags & UEVENTFD_HOLD_WRITES) && !set->delay_us)))
 		return -EINVAL;
 	/* A semaphore ueventfd wakes at once: only "no delay" is accepted. */
 	if (set && e->semaphore && set->delay_us)
 		return -EINVAL;
 	pthread_mutex_lock(&e->wq.lock);
 	o.delay_us = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
-	o.flags = 0;
+	o.flags = atomic_load_explicit(&e->co_flags, memory_order_relaxed);
 	o.count = atomic_load_explicit(&e->co_count, memory_order_relaxed);
 	if (set) {
 		atomic_store_explicit(&e->co_count, set->count,
 				      memory_order_relaxed);
 		atomic_store_explicit(&e->co_delay_us, set->delay_us,
 				      memory_order_relaxed);
+		atomic_store_explicit(&e->co_flags, set->flags,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&e->wq.lock);
 	/* A new setting ends the wakeup held under the old one (early is
-	 * always within the bound). */
+	 * always within the bound), and shows the writes it held. */
 	if (set && timer_cancel(&e->co_timer))
 		uefd__deliver(e);
+	else if (set)
+		uefd__show(e);
 	if (old)
 		*old = o;
 	return 0;

@@ -34,6 +34,10 @@ struct uefd {
 	 * valid.  delay_us 0: wake at once.  count 0: no threshold. */
 	_Atomic uint32_t co_delay_us;
 	_Atomic uint64_t co_count;
+	_Atomic uint32_t co_flags; /* UEVENTFD_HOLD_WRITES */
+	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
+	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
+	_Atomic uint64_t held;
 	/* Delivers held wakeups at the deadline (timer.c). */
 	struct timer co_timer;
 	struct wq wq;

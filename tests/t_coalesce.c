@@ -95,7 +95,7 @@ static void test_errors(void)
 	c.delay_us = UEVENTFD_COALESCE_MAX_US + 1;
 	CHECK_ERR(ueventfd_coalesce(u, &c, NULL), EINVAL);
 	c.delay_us = 5000;
-	c.flags = 1;
+	c.flags = 0x2; /* unknown (UEVENTFD_HOLD_WRITES: t_hold_writes) */
 	CHECK_ERR(ueventfd_coalesce(u, &c, NULL), EINVAL);
 	/* A refused setting changes nothing. */
 	CHECK_EQ(ueventfd_coalesce(u, NULL, &old), 0);

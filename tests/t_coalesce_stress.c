@@ -7,6 +7,8 @@
  *  - Close racing with held wakeups and with the timer delivering them,
  *    while an instance watches: no use after free (ASan/TSan), no fd left
  *    behind once the last delivery is over.
+ *  - The same with UEVENTFD_HOLD_WRITES (the writes held too, shown by the
+ *    timer thread or by the write that reaches the count).
  * Bounded by a watchdog; counts are checked, not durations.
  */
 #include "testlib.h"
@@ -91,9 +93,11 @@ static void *instance_waiter(void *arg)
  * EPOLLEXCLUSIVE (one waiter each).
  */
 static void run_writers(int kind, uint32_t delay_us, uint64_t count,
-			long per_writer)
+			uint32_t flags, long per_writer)
 {
-	struct ueventfd_coalesce co = { .delay_us = delay_us, .count = count };
+	struct ueventfd_coalesce co = { .delay_us = delay_us,
+					.flags = flags,
+					.count = count };
 	struct run r = { .per_writer = per_writer };
 	struct waiter_arg wa[2];
 	pthread_t w[WRITERS], rd[2];
@@ -128,8 +132,9 @@ static void run_writers(int kind, uint32_t delay_us, uint64_t count,
 		CHECK(t_join_within(rd[i], 10000));
 	CHECK_EQ(atomic_load(&r.sum), total(&r));
 	CHECK(atomic_load(&r.wakeups) >= 1);
-	printf("kind %d delay %u count %llu: %llu writes, %llu wakeups\n", kind,
-	       delay_us, (unsigned long long)count,
+	printf("kind %d delay %u count %llu flags %u: %llu writes, %llu "
+	       "wakeups\n",
+	       kind, delay_us, (unsigned long long)count, flags,
 	       (unsigned long long)total(&r),
 	       (unsigned long long)atomic_load(&r.wakeups));
 	for (int i = 0; i < r.neps; i++)
@@ -148,6 +153,7 @@ static void run_close_race(long iters)
 	for (long i = 0; i < iters; i++) {
 		struct ueventfd_coalesce co = {
 			.delay_us = 1 + (uint32_t)(t_rand(&seed) % 300),
+			.flags = (i & 2) ? UEVENTFD_HOLD_WRITES : 0,
 		};
 		int u = ueventfd(0, EFD_NONBLOCK);
 		long spin = (long)(t_rand(&seed) % 400);
@@ -186,11 +192,15 @@ int main(void)
 	t_begin("t_coalesce_stress");
 	t_watchdog(240);
 	fds0 = t_count_fds();
-	run_writers(0, 1000, 0, n);
-	run_writers(1, 1000, 0, n);
-	run_writers(1, UEVENTFD_COALESCE_MAX_US, 64, n);
-	run_writers(2, 500, 0, n);
-	run_writers(0, 200, 16, n);
+	run_writers(0, 1000, 0, 0, n);
+	run_writers(1, 1000, 0, 0, n);
+	run_writers(1, UEVENTFD_COALESCE_MAX_US, 64, 0, n);
+	run_writers(2, 500, 0, 0, n);
+	run_writers(0, 200, 16, 0, n);
+	run_writers(0, 1000, 0, UEVENTFD_HOLD_WRITES, n);
+	run_writers(1, 500, 0, UEVENTFD_HOLD_WRITES, n);
+	run_writers(1, UEVENTFD_COALESCE_MAX_US, 64, UEVENTFD_HOLD_WRITES, n);
+	run_writers(2, 300, 0, UEVENTFD_HOLD_WRITES, n);
 	run_close_race((long)(3000 * s) + 1);
 	/* A delivery in progress holds its ueventfd (and its kernel fd) until
 	 * it is over: give the last one time to finish (loose bound). */
