@@ -9,7 +9,11 @@
  * that closes and re-creates it the write lock (locks are always taken in
  * slot order).  Closing a ueventfd therefore races with waits and harvests
  * on every instance watching it, and closing an instance with the waits of
- * the instances holding it, which is what is tested.
+ * the instances holding it, which is what is tested.  Chaos ueventfds are
+ * made plain, coalescing (a delay of 1-300 us, some with a count) or
+ * holding their writes (UEVENTFD_HOLD_WRITES), at random per incarnation:
+ * held wakeups and held writes race with everything too (a ueventfd is set
+ * plain before it is drained, which shows what it held).
  *
  * What must hold:
  *  - ctl answers as the model says: ADD gives 0, or EEXIST iff the pair is
@@ -97,6 +101,31 @@ static int new_efd(void)
 	return fd;
 }
 
+/* A chaos ueventfd: plain, coalescing, or holding its writes. */
+static uint32_t rnd(uint64_t *st, uint32_t n);
+static int new_chaos_efd(uint64_t *st)
+{
+	int fd = new_efd();
+	uint32_t kind = rnd(st, 3);
+	struct ueventfd_coalesce co = {
+		.delay_us = kind ? 1 + rnd(st, 300) : 0,
+		.flags = kind == 2 ? UEVENTFD_HOLD_WRITES : 0,
+		.count = rnd(st, 4) ? 0 : 1 + rnd(st, 8),
+	};
+
+	REQUIRE(ueventfd_coalesce(fd, &co, NULL) == 0);
+	return fd;
+}
+
+/* Plain again: what a coalescing ueventfd holds is shown (and woken). */
+static void efd_plain(int fd)
+{
+	static const struct ueventfd_coalesce plain;
+
+	if (ueventfd_coalesce(fd, &plain, NULL) != 0)
+		BAD("ueventfd_coalesce plain: errno %d\n", errno);
+}
+
 static int new_inst(void)
 {
 	int fd = uepoll_create1(0);
@@ -124,6 +153,7 @@ static void efd_retire(int e)
 	struct slot *s = &efd[e];
 	uint64_t w, r;
 
+	efd_plain(s->fd);
 	atomic_fetch_add(&s->read, drain(s->fd));
 	w = atomic_load(&s->written);
 	r = atomic_load(&s->read);
@@ -273,7 +303,7 @@ static void op_close_efd(uint64_t *st)
 		reg[i][e] = false;
 		pthread_mutex_unlock(&pair_mtx[i][e]);
 	}
-	s->fd = new_efd();
+	s->fd = new_chaos_efd(st);
 	s->gen++;
 	atomic_store(&s->written, 0);
 	atomic_store(&s->read, 0);
@@ -515,6 +545,8 @@ static void final_check(void)
 		}
 	}
 	for (int e = 0; e < NE; e++) {
+		/* visible at once, as the final waits expect */
+		efd_plain(efd[e].fd);
 		CHECK_EQ(ueventfd_write(efd[e].fd, 1), 0);
 		atomic_fetch_add(&efd[e].written, 1);
 	}
@@ -569,8 +601,10 @@ int main(void)
 			pthread_mutex_init(&pair_mtx[i][e], NULL);
 	}
 	for (int e = 0; e < NE; e++) {
+		uint64_t st = seed + (uint64_t)e;
+
 		slot_init(&efd[e]);
-		efd[e].fd = new_efd();
+		efd[e].fd = new_chaos_efd(&st);
 	}
 	P = new_inst();
 	Q = new_inst();
