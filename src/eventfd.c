@@ -326,36 +326,11 @@ static void uefd__show(struct uefd *e)
 	(void)uefd__wrote(e, c, take, true);
 }
 
-/* A write of v with UEVENTFD_HOLD_WRITES (HOLD): add it to `held`. */
-static ssize_t uefd__write_held(struct uefd *e, uint64_t v)
-{
-	uint64_t h = atomic_load(&e->held), cnt;
-	int r;
-
-	for (;;) {
-		if (uefd__room(atomic_load(&e->count), h) < v) {
-			r = uefd__wait_room(e, v);
-			if (r < 0)
-				return r;
-			h = atomic_load(&e->held);
-			continue;
-		}
-		if (atomic_compare_exchange_weak(&e->held, &h, h + v))
-			break;
-	}
-	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
-	if ((cnt && h + v >= cnt) ||
-	    timer_arm(&e->co_timer,
-		      (uint64_t)atomic_load_explicit(&e->co_delay_us,
-						     memory_order_relaxed) *
-			      1000u) < 0)
-		uefd__show(e);
-	return sizeof(v);
-}
-
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
-	uint64_t v, c;
+	bool hw; /* UEVENTFD_HOLD_WRITES: the write goes to `held` (HOLD) */
+	_Atomic uint64_t *to;
+	uint64_t v, cur, cnt;
 	int r;
 
 	if (n < sizeof(v) || (n > sizeof(v) && !uefd__long_write_ok()))
@@ -365,23 +340,39 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
-	if (atomic_load_explicit(&e->co_flags, memory_order_relaxed) &
-	    UEVENTFD_HOLD_WRITES)
-		return uefd__write_held(e, v);
-	c = atomic_load(&e->count);
+	hw = atomic_load_explicit(&e->co_flags, memory_order_relaxed) &
+	     UEVENTFD_HOLD_WRITES;
+	to = hw ? &e->held : &e->count;
+	cur = atomic_load(to);
 	for (;;) {
-		if (uefd__room(c, atomic_load_explicit(
-					  &e->held, memory_order_relaxed)) < v) {
+		/* Room is judged on the counter plus what is held. */
+		uint64_t c = hw ? atomic_load(&e->count) : cur;
+		uint64_t h = hw ? cur
+				: atomic_load_explicit(&e->held,
+						       memory_order_relaxed);
+
+		if (uefd__room(c, h) < v) {
 			r = uefd__wait_room(e, v);
 			if (r < 0)
 				return r;
-			c = atomic_load(&e->count);
+			cur = atomic_load(to);
 			continue;
 		}
-		if (atomic_compare_exchange_weak(&e->count, &c, c + v))
+		if (atomic_compare_exchange_weak(to, &cur, cur + v))
 			break;
 	}
-	return uefd__wrote(e, c, v, false);
+	if (!hw)
+		return uefd__wrote(e, cur, v, false);
+	/* HOLD: the timer shows it, or this write if it reached the count
+	 * (or if no timer can be had). */
+	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	if ((cnt && cur + v >= cnt) ||
+	    timer_arm(&e->co_timer,
+		      (uint64_t)atomic_load_explicit(&e->co_delay_us,
+						     memory_order_relaxed) *
+			      1000u) < 0)
+		uefd__show(e);
+	return sizeof(v);
 }
 
 /*

@@ -194,6 +194,31 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 		port_clear_db(p);
 }
 
+/*
+ * The sleep of a wait (DOORBELL in port.c): count ourselves in sleepers,
+ * re-check the ready queue, then sleep in the kernel epoll, where the
+ * doorbell and kernel fds wake us.  A level-triggered doorbell (a held
+ * instance) would wake us at once: it is cleared first unless something is
+ * really ready.  Returns false, without sleeping, if items are queued;
+ * else true with wait__kernel's result in *r.
+ */
+static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
+			const struct timespec *timeout,
+			const sigset_t *sigmask, bool *db,
+			struct wait__kctx *kc, int *r)
+{
+	if (atomic_load(&p->db_lt))
+		port_revalidate(p);
+	atomic_fetch_add(&p->sleepers, 1);
+	if (!rq_empty(&p->rq)) {
+		atomic_fetch_sub(&p->sleepers, 1);
+		return false;
+	}
+	*r = wait__kernel(p, evs, max, timeout, sigmask, db, kc);
+	atomic_fetch_sub(&p->sleepers, 1);
+	return true;
+}
+
 /* A wait without batching: returns as soon as it has events. */
 static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 		       int64_t deadline, const sigset_t *sigmask)
@@ -214,18 +239,9 @@ static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 			if (!ts.tv_sec && !ts.tv_nsec)
 				return 0;
 		}
-		/* A level-triggered doorbell would wake us at once: clear it
-		 * unless something is really ready. */
-		if (atomic_load(&p->db_lt))
-			port_revalidate(p);
-		atomic_fetch_add(&p->sleepers, 1);
-		if (!rq_empty(&p->rq)) {
-			atomic_fetch_sub(&p->sleepers, 1);
+		if (!wait__sleep(p, evs, max, deadline > 0 ? &ts : NULL,
+				 sigmask, &db, NULL, &r))
 			continue;
-		}
-		r = wait__kernel(p, evs, max, deadline > 0 ? &ts : NULL,
-				 sigmask, &db, NULL);
-		atomic_fetch_sub(&p->sleepers, 1);
 		if (r < 0)
 			return r;
 		if (r > 0 || db) {
@@ -389,20 +405,13 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 		if (dozed) {
 			got = wait__doze(p, evs + b.n, max - b.n, until, want,
 					 blind, sigmask, &db, &kc);
-		} else {
+		} else if (!wait__sleep(p, evs + b.n, max - b.n,
+				       wait__until(until, &ts), sigmask, &db,
+				       &kc, &got)) {
 			/* As a plain wait sleeps (an instance held by
-			 * another one rings on every event anyway). */
-			if (atomic_load(&p->db_lt))
-				port_revalidate(p);
-			atomic_fetch_add(&p->sleepers, 1);
-			if (!rq_empty(&p->rq)) {
-				atomic_fetch_sub(&p->sleepers, 1);
-				continue;
-			}
-			got = wait__kernel(p, evs + b.n, max - b.n,
-					   wait__until(until, &ts), sigmask,
-					   &db, &kc);
-			atomic_fetch_sub(&p->sleepers, 1);
+			 * another one rings on every event anyway); items
+			 * came meanwhile: collect them. */
+			continue;
 		}
 		slept = true;
 		if (got < 0) {
