@@ -103,6 +103,7 @@ enum metric {
 	M_CPU_PROD,
 	M_CPU_OTHER,
 	M_TIMER_CTX_PER_S,
+	M_WRITES_PER_EVENT,
 	M_COUNT
 };
 

@@ -224,6 +224,7 @@ const struct metric_info metric_info[M_COUNT] = {
 	[M_CPU_OTHER] = { "cpu_pct_other", 2, true },
 	/* Context switches of uepoll's timer thread per second (pubsub). */
 	[M_TIMER_CTX_PER_S] = { "timer_ctx_per_s", 0, true },
+	[M_WRITES_PER_EVENT] = { "writes_per_event", 1, true },
 };
 
 void metrics_init(struct metrics *m)

@@ -273,6 +273,11 @@ static void os_run(const struct sys *s, const struct bcase *c,
 
 	m->v[M_EVENTS] = (double)handled;
 	m->v[M_EVENTS_PER_S] = (double)handled / m->v[M_WALL_S];
+	/* Producer writes per handled event: how hard the producers hit the
+	 * counters the waiters read (most writes add to a counter whose item
+	 * is already queued or being handled). */
+	m->v[M_WRITES_PER_EVENT] = handled ? (double)writes / (double)handled
+					   : NAN;
 	(void)empty; /* deliveries whose read found nothing: allowed */
 	m->v[M_JAIN] = stat_jain(per, T);
 	m->v[M_CPU_PROD] = 100.0 * (double)prod_cpu / 1e9 / m->v[M_WALL_S];
