@@ -46,8 +46,9 @@
  *
  * HOLD (UEVENTFD_HOLD_WRITES, on top of a delay).  The writes themselves are
  * held, not only their wakeups: a write adds to `held` instead of `count`
- * and touches nothing else (no walk, no lock, no system call), then arms
- * the timer (one load while it is pending).  The delivery moves `held` into
+ * and touches nothing else (no walk, no lock of the source, no system
+ * call), then arms the timer (one load while it is pending; the first
+ * write of a batch takes the timer's lock).  The delivery moves `held` into
  * `count` with one exchange and from there is an ordinary write (uefd__show:
  * walk, doorbells, mirror), so readiness, reads and the DOORBELL and MIRROR
  * arguments see nothing new: an awake reader sees a batch when it is shown,
@@ -249,7 +250,6 @@ static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
 	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
 	return cnt && now >= cnt ? 0 : d;
 }
-
 
 /* Wait until the counter may have room: futex on wseq, bumped by readers. */
 static int uefd__wait_room(struct uefd *e, uint64_t v)
