@@ -35,8 +35,9 @@ struct os_thread {
 	uint64_t count; /* producer: writes; waiter: events handled */
 	uint64_t empty;
 	uint64_t cpu_ns;
-	/* A waiter's progress, read by the main thread: events handled and
-	 * the sum of the values read (relaxed stores of its own counts). */
+	/* A waiter's progress, read by the other waiters and the main
+	 * thread: events handled and the sum of the values read (relaxed
+	 * stores of its own counts). */
 	_Alignas(64) _Atomic uint64_t handled, consumed;
 	char pad_[64 - 2 * sizeof(uint64_t)];
 };
