@@ -57,9 +57,10 @@
  * CAS) then loads `pending` in timer_arm; the thread clears `pending`
  * (seq_cst) before the run's exchange of `held`; so either the run takes the
  * value or the writer arms a new run (PENDING in timer.c).  A write that
- * brings `held` to the count threshold shows it at once.  Writers keep
- * count + held <= UEFD_MAX; a value that would not fit (a setting changed
- * under concurrent writers) stays held and is shown by the next run.
+ * brings `held` to the count threshold shows it at once.  Held writes keep
+ * count + held <= UEFD_MAX; a value that would not fit (plain writes racing
+ * with a change of setting, which do not look at `held`) stays held and is
+ * shown by the next run.
  *
  * LOCKING: count, held, mirror, wseq, wwaiters, co_* are atomics (no lock).
  * wq.lock protects the list of watching items and nests outside every
@@ -81,6 +82,15 @@
 #include "sys.h"
 
 static void uefd__timer_fn(struct timer *t);
+
+/* The coalescing delay in ns (the HOLD bit masked off). */
+static uint64_t uefd__delay_ns(struct uefd *e)
+{
+	return (uint64_t)(atomic_load_explicit(&e->co_delay_us,
+					       memory_order_relaxed) &
+			  ~UEFD_HOLD_BIT) *
+	       1000u;
+}
 
 /* Room left for writes when the counter is c with h still held (HOLD). */
 static uint64_t uefd__room(uint64_t c, uint64_t h)
@@ -177,7 +187,6 @@ int uefd_create(unsigned int initval, int flags)
 		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
 	atomic_init(&e->co_delay_us, dflt.delay_us);
 	atomic_init(&e->co_count, dflt.count);
-	atomic_init(&e->co_flags, 0);
 	atomic_init(&e->held, 0);
 	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
 	wq_init(&e->wq);
@@ -242,7 +251,9 @@ static void uefd__timer_fn(struct timer *t)
 /* Hold this write's wakeups?  `now` is the counter after the write. */
 static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
 {
-	uint32_t d = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
+	uint32_t d = atomic_load_explicit(&e->co_delay_us,
+					  memory_order_relaxed) &
+		     ~UEFD_HOLD_BIT;
 	uint64_t cnt;
 
 	if (!d)
@@ -318,10 +329,7 @@ static void uefd__show(struct uefd *e)
 		 * none can be armed, the next write, change or close shows
 		 * it. */
 		atomic_fetch_add(&e->held, h - take);
-		(void)timer_arm(&e->co_timer,
-				(uint64_t)atomic_load_explicit(
-					&e->co_delay_us, memory_order_relaxed) *
-					1000u);
+		(void)timer_arm(&e->co_timer, uefd__delay_ns(e));
 	}
 	(void)uefd__wrote(e, c, take, true);
 }
@@ -340,18 +348,18 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
-	hw = atomic_load_explicit(&e->co_flags, memory_order_relaxed) &
-	     UEVENTFD_HOLD_WRITES;
+	hw = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed) &
+	     UEFD_HOLD_BIT;
 	to = hw ? &e->held : &e->count;
 	cur = atomic_load(to);
 	for (;;) {
-		/* Room is judged on the counter plus what is held. */
+		/* Room is judged on the counter plus what is held.  A plain
+		 * write does not look at `held`: it is 0 unless the setting
+		 * changed under concurrent writers, and then uefd__show keeps
+		 * what does not fit. */
 		uint64_t c = hw ? atomic_load(&e->count) : cur;
-		uint64_t h = hw ? cur
-				: atomic_load_explicit(&e->held,
-						       memory_order_relaxed);
 
-		if (uefd__room(c, h) < v) {
+		if (uefd__room(c, hw ? cur : 0) < v) {
 			r = uefd__wait_room(e, v);
 			if (r < 0)
 				return r;
@@ -367,10 +375,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	 * (or if no timer can be had). */
 	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
 	if ((cnt && cur + v >= cnt) ||
-	    timer_arm(&e->co_timer,
-		      (uint64_t)atomic_load_explicit(&e->co_delay_us,
-						     memory_order_relaxed) *
-			      1000u) < 0)
+	    timer_arm(&e->co_timer, uefd__delay_ns(e)) < 0)
 		uefd__show(e);
 	return sizeof(v);
 }
@@ -489,6 +494,7 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 		  struct ueventfd_coalesce *old)
 {
 	struct ueventfd_coalesce o;
+	uint32_t d;
 
 	if (set && ((set->flags & ~UEVENTFD_HOLD_WRITES) ||
 		    set->delay_us > UEVENTFD_COALESCE_MAX_US ||
@@ -498,15 +504,18 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 	if (set && e->semaphore && set->delay_us)
 		return -EINVAL;
 	pthread_mutex_lock(&e->wq.lock);
-	o.delay_us = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
-	o.flags = atomic_load_explicit(&e->co_flags, memory_order_relaxed);
+	d = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
+	o.delay_us = d & ~UEFD_HOLD_BIT;
+	o.flags = d & UEFD_HOLD_BIT ? UEVENTFD_HOLD_WRITES : 0;
 	o.count = atomic_load_explicit(&e->co_count, memory_order_relaxed);
 	if (set) {
 		atomic_store_explicit(&e->co_count, set->count,
 				      memory_order_relaxed);
-		atomic_store_explicit(&e->co_delay_us, set->delay_us,
-				      memory_order_relaxed);
-		atomic_store_explicit(&e->co_flags, set->flags,
+		atomic_store_explicit(&e->co_delay_us,
+				      set->delay_us |
+					      (set->flags & UEVENTFD_HOLD_WRITES
+						       ? UEFD_HOLD_BIT
+						       : 0),
 				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&e->wq.lock);

@@ -13,6 +13,11 @@
 #include "timer.h"
 #include "wq.h"
 
+/* In co_delay_us (at most 100000): the writes are held too.  One field, on
+ * the counter's cache line, so that a plain write reads no other line to
+ * know its mode. */
+#define UEFD_HOLD_BIT (1u << 31)
+
 struct uefd {
 	struct uobj obj;
 	/* The counter.  Every update is a seq_cst CAS: it pairs with the
@@ -32,9 +37,8 @@ struct uefd {
 	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd.c).  Relaxed: a
 	 * write racing with a change uses the old or the new setting, both
 	 * valid.  delay_us 0: wake at once.  count 0: no threshold. */
-	_Atomic uint32_t co_delay_us;
+	_Atomic uint32_t co_delay_us; /* | UEFD_HOLD_BIT: UEVENTFD_HOLD_WRITES */
 	_Atomic uint64_t co_count;
-	_Atomic uint32_t co_flags; /* UEVENTFD_HOLD_WRITES */
 	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
 	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
 	_Atomic uint64_t held;

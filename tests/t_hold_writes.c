@@ -127,7 +127,7 @@ static void test_count(void)
 }
 
 struct sleeper {
-	int fd, ep, kind, tid, r, returns;
+	int fd, ep, kind, tid, r;
 	uint64_t got;
 };
 
