@@ -87,11 +87,24 @@ int uepoll_create1(int flags);
  *                         non-blocking wait (timeout 0) takes what is ready
  *                         without queueing.
  * Giving both flags of one kind is EINVAL.
+ *
+ * Spinning: a blocking wait that finds nothing ready first polls the
+ * instance's ueventfds for a short while (at most UEPOLL_SPIN_NS ns, an
+ * environment variable read once per process, default 10000; 0 never
+ * spins), so that an event that comes meanwhile costs no system call and no
+ * thread wakeup.  The length adapts: spins that find nothing shrink it to
+ * nothing, and only an occasional probe spins on an instance whose events
+ * are rare.  One thread per instance spins at a time; it counts as busy,
+ * not blocked, for EPOLLEXCLUSIVE and EPOLLROUNDROBIN, and a kernel fd's
+ * event or a signal waits for the end of the spin.
+ *   UEPOLL_NOSPIN         this instance's waits never spin: they block at
+ *                         once, as the kernel's epoll_wait does.
  */
 #define UEPOLL_READYQ_WFCQ 0x1u
 #define UEPOLL_READYQ_LOCKED 0x2u
 #define UEPOLL_WAKE_LIFO 0x4u
 #define UEPOLL_WAKE_FIFO 0x8u
+#define UEPOLL_NOSPIN 0x10u
 int uepoll_create2(int flags, unsigned int uflags);
 /* epoll_create(2): size must be > 0 and is otherwise ignored. */
 int uepoll_create(int size);

@@ -216,6 +216,7 @@ int port_create(int flags, unsigned int uflags)
 		&port__gens, 1, memory_order_relaxed) + 1, memory_order_relaxed);
 	rq_init(&p->rq, port__queue_kind(uflags));
 	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
+	spin_init(&p->spin, uflags & UEPOLL_NOSPIN);
 
 	old = fdtab_set(kfd, o, &ok);
 	if (!ok) {
@@ -266,13 +267,16 @@ bool port_item_signal(struct item *it, uint32_t key, bool *held)
 			break;
 		}
 	}
-	if (!held)
+	if (!held) {
 		port__kick_edge(p);
-	else if (atomic_load_explicit(&p->watched, memory_order_relaxed) ||
-		 atomic_load(&p->db_set) == 0)
-		/* seq_cst load after the enqueue, as port_kick's: a waiter
-		 * that stores db_set = 0 later sees the item. */
-		*held = true;
+	} else {
+		spin_held(&p->spin);
+		if (atomic_load_explicit(&p->watched, memory_order_relaxed) ||
+		    atomic_load(&p->db_set) == 0)
+			/* seq_cst load after the enqueue, as port_kick's: a
+			 * waiter that stores db_set = 0 later sees the item. */
+			*held = true;
+	}
 	/* A held instance must not stay readable for an event that did not
 	 * make the item ready (a write of 0): its holder's kernel epoll polls
 	 * it, and would otherwise report it (and disarm EPOLLONESHOT). */

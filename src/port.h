@@ -10,6 +10,7 @@
 
 #include "obj.h"
 #include "readyq.h"
+#include "spin.h"
 #include "sys.h"
 #include "turn.h"
 #include "wq.h"
@@ -74,9 +75,12 @@ struct port {
 	_Atomic int bwant;
 
 	_Alignas(UEPOLL_CACHELINE) struct readyq rq;
+	/* Spinning before a sleep (spin.c): written by waiters that find
+	 * nothing, on a line of its own. */
+	_Alignas(UEPOLL_CACHELINE) struct spin spin;
 };
 
-/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_*, UEPOLL_WAKE_* */
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_*, UEPOLL_WAKE_*, UEPOLL_NOSPIN */
 /* Signalers write db_set; waiters write the ready queue's consumer side: the
  * two sides of the instance never share a cache line. */
 _Static_assert(offsetof(struct port, db_set) % UEPOLL_CACHELINE == 0 &&

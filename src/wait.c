@@ -194,8 +194,14 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 		port_clear_db(p);
 }
 
+static bool wait__ready(void *p)
+{
+	return !rq_empty(&((struct port *)p)->rq);
+}
+
 /*
- * The sleep of a wait (DOORBELL in port.c): count ourselves in sleepers,
+ * The sleep of a wait (DOORBELL in port.c): spin a little first (SPIN in
+ * spin.c; until: the wait's deadline, -1 none), count ourselves in sleepers,
  * re-check the ready queue, then sleep in the kernel epoll, where the
  * doorbell and kernel fds wake us.  A level-triggered doorbell (a held
  * instance) would wake us at once: it is cleared first unless something is
@@ -203,12 +209,14 @@ static void wait__settle(struct port *p, bool poll, bool slept)
  * else true with wait__kernel's result in *r.
  */
 static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
-			const struct timespec *timeout,
+			int64_t until, const struct timespec *timeout,
 			const sigset_t *sigmask, bool *db,
 			struct wait__kctx *kc, int *r)
 {
 	if (atomic_load(&p->db_lt))
 		port_revalidate(p);
+	if (spin_wait(&p->spin, wait__ready, p, until))
+		return false;
 	atomic_fetch_add(&p->sleepers, 1);
 	if (!rq_empty(&p->rq)) {
 		atomic_fetch_sub(&p->sleepers, 1);
@@ -239,7 +247,7 @@ static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 			if (!ts.tv_sec && !ts.tv_nsec)
 				return 0;
 		}
-		if (!wait__sleep(p, evs, max, deadline > 0 ? &ts : NULL,
+		if (!wait__sleep(p, evs, max, deadline, deadline > 0 ? &ts : NULL,
 				 sigmask, &db, NULL, &r))
 			continue;
 		if (r < 0)
@@ -406,6 +414,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 			got = wait__doze(p, evs + b.n, max - b.n, until, want,
 					 blind, sigmask, &db, &kc);
 		} else if (!wait__sleep(p, evs + b.n, max - b.n,
+				       until == BATCH_NEVER ? -1 : until,
 				       wait__until(until, &ts), sigmask, &db,
 				       &kc, &got)) {
 			/* As a plain wait sleeps (an instance held by

@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spin.c - spinning before a sleep.
+ *
+ * SPIN.  A wait that found nothing ready sleeps in epoll_wait; the event
+ * that comes next then costs a doorbell write, a wakeup and, on a busy
+ * machine, the time until the scheduler runs the woken thread (on the 2-vCPU
+ * reference machine, with producers running, that is most of an event's
+ * cost: docs/benchmarks.md, oneshot-mt with producer work).  So before it
+ * sleeps a wait polls the ready queue for a while: a userspace source that
+ * becomes ready meanwhile is taken without any system call on either side
+ * (the doorbell stays rung while nobody sleeps: DOORBELL in port.c).
+ *
+ * The spin is bounded and adaptive, so that an instance whose events come
+ * rarely does not burn CPU:
+ *  - it lasts at most `budget` ns (and never past the wait's deadline);
+ *  - a spin that finds something keeps the budget and doubles it, up to
+ *    `max` (UEPOLL_SPIN_NS, default SPIN_DEFAULT_NS: about what a sleep and
+ *    its wakeup cost); one that finds nothing halves it, down to 0 below
+ *    SPIN_MIN_NS;
+ *  - at budget 0 a wait sleeps at once, except that every SPIN_PROBE-th such
+ *    sleep first probes with a full-length spin, which brings the budget
+ *    back if events now come quickly.  An idle instance thus spends at most
+ *    about max / SPIN_PROBE of CPU per sleep, on average;
+ *  - at most SPIN_SPINNERS threads of one instance spin at once; the others
+ *    sleep as before, so a pool of N idle threads does not keep N CPUs busy;
+ *  - an instance that got a held wakeup (a ueventfd that coalesces its
+ *    wakeups queues the item but delays the ring: COALESCE in eventfd.c)
+ *    never spins again (spin_held): its user chose fewer wakeups over
+ *    latency, and a spinner would take each such item at once.
+ *
+ * What a spinning thread does not do: it is not counted in port->sleepers (it
+ * is running, as a thread that is handling an event is: an exclusive or
+ * round-robin wakeup passes over its instance, as the kernel passes over an
+ * epoll with no thread in epoll_wait), and it polls only the ready queue: a
+ * kernel fd's event waits at most the rest of the spin, then the sleep's
+ * epoll_wait returns it at once.  Signals likewise: the wait's sigmask
+ * applies from the sleep on.
+ *
+ * Memory ordering: none needed.  The fields are hints (relaxed); ready() is
+ * the caller's own seq_cst look at its queue, and a thread that stops
+ * spinning goes through the ordinary sleep protocol, which re-checks the
+ * queue after counting itself a sleeper.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <urcu/arch.h>
+
+#include "spin.h"
+#include "sys.h"
+
+#define SPIN_DEFAULT_NS 10000u
+#define SPIN_LIMIT_NS 1000000000u /* UEPOLL_SPIN_NS above this: this */
+#define SPIN_MIN_NS 500u
+#define SPIN_PROBE 16u
+#define SPIN_SPINNERS 2
+/* Polls between two looks at the clock. */
+#define SPIN_POLLS 32
+
+/* UEPOLL_SPIN_NS, read once per process: a number of ns (0: never spin). */
+static uint32_t spin__max(void)
+{
+	static _Atomic int64_t cached = -1;
+	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("UEPOLL_SPIN_NS");
+		char *end;
+		long long n;
+
+		v = SPIN_DEFAULT_NS;
+		if (e && *e) {
+			n = strtoll(e, &end, 10);
+			if (!*end && n >= 0)
+				v = n > SPIN_LIMIT_NS ? SPIN_LIMIT_NS : n;
+		}
+		atomic_store_explicit(&cached, v, memory_order_relaxed);
+	}
+	return (uint32_t)v;
+}
+
+void spin_init(struct spin *s, bool off)
+{
+	s->max = off ? 0 : spin__max();
+	atomic_init(&s->budget, s->max);
+	atomic_init(&s->idle, 0);
+	atomic_init(&s->spinners, 0);
+	atomic_init(&s->held, false);
+}
+
+/* The budget of this wait's spin (0: none); *probe: it is a probe. */
+static uint32_t spin__budget(struct spin *s, bool *probe)
+{
+	uint32_t b = atomic_load_explicit(&s->budget, memory_order_relaxed);
+
+	*probe = false;
+	if (atomic_load_explicit(&s->held, memory_order_relaxed))
+		return 0;
+	if (b || !s->max)
+		return b;
+	if (atomic_fetch_add_explicit(&s->idle, 1, memory_order_relaxed) + 1 <
+	    SPIN_PROBE)
+		return 0;
+	atomic_store_explicit(&s->idle, 0, memory_order_relaxed);
+	*probe = true;
+	return s->max;
+}
+
+bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
+	       int64_t deadline)
+{
+	bool probe, hit = false, cut = false;
+	uint32_t b = spin__budget(s, &probe);
+	uint64_t end, now;
+
+	if (!b)
+		return false;
+	if (atomic_fetch_add_explicit(&s->spinners, 1, memory_order_relaxed) >=
+	    SPIN_SPINNERS) {
+		atomic_fetch_sub_explicit(&s->spinners, 1, memory_order_relaxed);
+		return false;
+	}
+	now = sys_now_ns();
+	end = now + b;
+	if (deadline >= 0 && (uint64_t)deadline < end) {
+		end = (uint64_t)deadline;
+		cut = true;
+	}
+	while (!hit && now < end) {
+		for (int i = 0; i < SPIN_POLLS; i++) {
+			if (ready(arg)) {
+				hit = true;
+				break;
+			}
+			caa_cpu_relax();
+		}
+		now = sys_now_ns();
+	}
+	atomic_fetch_sub_explicit(&s->spinners, 1, memory_order_relaxed);
+	if (hit) {
+		if (b < s->max)
+			atomic_store_explicit(&s->budget,
+					      b > s->max / 2 ? s->max : 2 * b,
+					      memory_order_relaxed);
+		else if (probe)
+			atomic_store_explicit(&s->budget, b,
+					      memory_order_relaxed);
+	} else if (!cut && !probe) {
+		/* Missed.  (A spin the deadline cut short says nothing; a
+		 * probe that missed leaves the budget at 0.) */
+		atomic_store_explicit(&s->budget,
+				      b / 2 < SPIN_MIN_NS ? 0 : b / 2,
+				      memory_order_relaxed);
+	}
+	return hit;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spin.h - a wait that finds nothing ready polls for a short, adaptive time
+ * before it sleeps in the kernel (SPIN in spin.c).
+ */
+#ifndef UEPOLL_SPIN_H
+#define UEPOLL_SPIN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* One instance's spinning state.  Every field is a hint: the threads of the
+ * instance update them with relaxed atomics, and a lost update only makes
+ * one spin longer or shorter than the policy says (never a lost event: the
+ * spin only decides when the sleep starts). */
+struct spin {
+	/* How long (ns) the next spin may last; 0: sleep at once. */
+	_Atomic uint32_t budget;
+	/* Sleeps at budget 0 since the last probe. */
+	_Atomic uint32_t idle;
+	/* Threads spinning now (at most SPIN_SPINNERS). */
+	_Atomic int spinners;
+	/* The instance got a held (coalesced) wakeup: it never spins again
+	 * (spin_held). */
+	_Atomic bool held;
+	/* The longest spin (ns); 0: this instance never spins.  Set once. */
+	uint32_t max;
+};
+
+/* off: never spin (UEPOLL_NOSPIN); else the process's UEPOLL_SPIN_NS. */
+void spin_init(struct spin *s, bool off);
+/*
+ * A signal queued an item but held its wakeup (a coalescing ueventfd): the
+ * instance's waits stop spinning for good, or a spinner would take every
+ * such item at once and undo the coalescing its user asked for.  Called on
+ * the signal path: a load, and a store only the first time.
+ */
+static inline void spin_held(struct spin *s)
+{
+	if (!atomic_load_explicit(&s->held, memory_order_relaxed))
+		atomic_store_explicit(&s->held, true, memory_order_relaxed);
+}
+
+/*
+ * Poll ready(arg) until it is true (returns true), the budget is spent or
+ * deadline (CLOCK_MONOTONIC ns; < 0: none) passes (false: sleep).  Adapts
+ * the budget: a spin that finds something keeps it (and grows it back to
+ * max), one that finds nothing halves it.
+ */
+bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
+	       int64_t deadline);
+
+#endif
