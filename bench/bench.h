@@ -160,6 +160,8 @@ extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
 
 uint64_t now_ns(void);
 uint64_t thread_cpu_ns(void);
+/* Busy for ns nanoseconds of wall time (a stand-in for work). */
+void spin_ns(long ns);
 void sleep_us(long us);
 
 struct meas {

@@ -244,6 +244,17 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+void spin_ns(long ns)
+{
+	uint64_t t;
+
+	if (ns <= 0)
+		return;
+	t = now_ns();
+	while (now_ns() - t < (uint64_t)ns)
+		;
+}
+
 uint64_t thread_cpu_ns(void)
 {
 	struct timespec ts;

@@ -105,14 +105,6 @@ static int mw_cases(struct bcase *out, int max)
 	return n;
 }
 
-static void mw_spin(long ns)
-{
-	uint64_t t = now_ns();
-
-	while (now_ns() - t < (uint64_t)ns)
-		;
-}
-
 /* v events of source k were taken at t: each one's latency (source k gets
  * events k, k + nsrc, k + 2 nsrc...), then its work. */
 static void mw_take(struct mw *mw, int k, uint64_t v, uint64_t t)
@@ -133,7 +125,7 @@ static void mw_take(struct mw *mw, int k, uint64_t v, uint64_t t)
 	mw->taken[k] += v;
 	mw->collected += v;
 	for (uint64_t j = 0; j < v; j++)
-		mw_spin(mw->work_ns);
+		spin_ns(mw->work_ns);
 }
 
 static void *mw_consumer(void *arg)

@@ -48,6 +48,7 @@ struct osm {
 	struct src *src;
 	int stopfd;
 	uint64_t C;
+	long pwork_ns;
 	_Atomic int go, stop, started;
 	struct os_thread *w; /* the T waiters */
 	int T;
@@ -71,6 +72,8 @@ static void os_size(bool quick, struct params *p, int *reps)
 	params_set(p, "T", 4);
 	params_set(p, "F", 10);
 	params_set(p, "C", quick ? 20000 : 500000);
+	/* Work per write (ns of spinning): 0 is eponeshotmt's producers. */
+	params_set(p, "pwork_ns", 0);
 	*reps = quick ? 1 : 5;
 }
 
@@ -81,13 +84,24 @@ static const struct os_variant {
 	const char *name;
 	uint32_t uflags;
 	unsigned systems;
+	const char *pair;
+	uint32_t pwork_ns; /* 0: the pwork_ns parameter */
 } os_variants[] = {
-	{ "efd/oneshot", 0, SYSM_KU },
-	{ "efd/oneshot/readyq=wfcq", UEPOLL_READYQ_WFCQ, SYSM(SYS_UEPOLL) },
-	{ "efd/oneshot/readyq=locked", UEPOLL_READYQ_LOCKED, SYSM(SYS_UEPOLL) },
+	{ "efd/oneshot", 0, SYSM_KU, "efd/oneshot", 0 },
+	{ "efd/oneshot/readyq=wfcq", UEPOLL_READYQ_WFCQ, SYSM(SYS_UEPOLL),
+	  "efd/oneshot", 0 },
+	{ "efd/oneshot/readyq=locked", UEPOLL_READYQ_LOCKED, SYSM(SYS_UEPOLL),
+	  "efd/oneshot", 0 },
 	/* The waiters in FIFO order (UEPOLL_WAKE_FIFO): its handover cost in
 	 * a busy work queue. */
-	{ "efd/oneshot/wake=fifo", UEPOLL_WAKE_FIFO, SYSM(SYS_UEPOLL) },
+	{ "efd/oneshot/wake=fifo", UEPOLL_WAKE_FIFO, SYSM(SYS_UEPOLL),
+	  "efd/oneshot", 0 },
+	/* Producers that do 1 us of work per write: the waiters often find
+	 * nothing and would sleep; with and without the spin before a sleep
+	 * (UEPOLL_NOSPIN). */
+	{ "efd/oneshot/work=1us", 0, SYSM_KU, "efd/oneshot/work=1us", 1000 },
+	{ "efd/oneshot/work=1us/nospin", UEPOLL_NOSPIN, SYSM(SYS_UEPOLL),
+	  "efd/oneshot/work=1us", 1000 },
 };
 
 static int os_cases(struct bcase *out, int max)
@@ -103,7 +117,9 @@ static int os_cases(struct bcase *out, int max)
 		out[n].src = SRC_EFD;
 		out[n].uflags = os_variants[i].uflags;
 		out[n].systems = os_variants[i].systems;
-		snprintf(out[n].pair, sizeof(out[n].pair), "efd/oneshot");
+		out[n].flags = os_variants[i].pwork_ns;
+		snprintf(out[n].pair, sizeof(out[n].pair), "%s",
+			 os_variants[i].pair);
 	}
 	return n;
 }
@@ -114,12 +130,14 @@ static void *os_producer(void *arg)
 	struct osm *o = t->o;
 	uint64_t c0;
 	int i = t->id;
+	long work = o->pwork_ns;
 
 	atomic_fetch_add(&o->started, 1);
 	while (!atomic_load(&o->go))
 		sleep_us(50);
 	c0 = thread_cpu_ns();
 	while (!atomic_load_explicit(&o->stop, memory_order_relaxed)) {
+		spin_ns(work);
 		src_signal(o->s, &o->src[i]);
 		t->count++;
 		if (++i == o->F)
@@ -194,6 +212,7 @@ static void os_run(const struct sys *s, const struct bcase *c,
 	o.s = s;
 	o.F = (int)params_get(p, "F");
 	o.C = (uint64_t)params_get(p, "C");
+	o.pwork_ns = c->flags ? (long)c->flags : params_get(p, "pwork_ns");
 	wd_target = o.C;
 	o.src = calloc((size_t)o.F, sizeof(*o.src));
 	/* Each thread's progress counters are on their own cache line. */
