@@ -98,10 +98,12 @@ static const struct os_variant {
 	  "efd/oneshot", 0 },
 	/* Producers that do 1 us of work per write: the waiters often find
 	 * nothing and would sleep; with and without the spin before a sleep
-	 * (UEPOLL_NOSPIN). */
+	 * (UEPOLL_NOSPIN), and with the locked queue. */
 	{ "efd/oneshot/work=1us", 0, SYSM_KU, "efd/oneshot/work=1us", 1000 },
 	{ "efd/oneshot/work=1us/nospin", UEPOLL_NOSPIN, SYSM(SYS_UEPOLL),
 	  "efd/oneshot/work=1us", 1000 },
+	{ "efd/oneshot/work=1us/readyq=locked", UEPOLL_READYQ_LOCKED,
+	  SYSM(SYS_UEPOLL), "efd/oneshot/work=1us", 1000 },
 };
 
 static int os_cases(struct bcase *out, int max)
