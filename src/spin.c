@@ -18,10 +18,14 @@
  *    `max` (UEPOLL_SPIN_NS, default SPIN_DEFAULT_NS: about what a sleep and
  *    its wakeup cost); one that finds nothing halves it, down to 0 below
  *    SPIN_MIN_NS;
- *  - at budget 0 a wait sleeps at once, except that every SPIN_PROBE-th such
+ *  - at budget 0 a wait sleeps at once, except that every `period`-th such
  *    sleep first probes with a full-length spin, which brings the budget
- *    back if events now come quickly.  An idle instance thus spends at most
- *    about max / SPIN_PROBE of CPU per sleep, on average;
+ *    back if events now come quickly.  The period starts at SPIN_PROBE
+ *    sleeps and doubles after each probe that finds nothing, up to
+ *    SPIN_PROBE_MAX: an instance that stays idle, or whose peer thread runs
+ *    on the same CPU (a spin there only delays it), soon spends about
+ *    max / SPIN_PROBE_MAX of CPU per sleep, and a probe touches few enough
+ *    waits not to show in their 99th percentile of latency;
  *  - at most SPIN_SPINNERS threads of one instance spin at once; the others
  *    sleep as before, so a pool of N idle threads does not keep N CPUs busy;
  *  - an instance that got a held wakeup (a ueventfd that coalesces its
@@ -53,6 +57,7 @@
 #define SPIN_LIMIT_NS 1000000000u /* UEPOLL_SPIN_NS above this: this */
 #define SPIN_MIN_NS 500u
 #define SPIN_PROBE 16u
+#define SPIN_PROBE_MAX 1024u
 #define SPIN_SPINNERS 2
 /* Polls between two looks at the clock. */
 #define SPIN_POLLS 32
@@ -84,6 +89,7 @@ void spin_init(struct spin *s, bool off)
 	s->max = off ? 0 : spin__max();
 	atomic_init(&s->budget, s->max);
 	atomic_init(&s->idle, 0);
+	atomic_init(&s->period, SPIN_PROBE);
 	atomic_init(&s->spinners, 0);
 	atomic_init(&s->held, false);
 }
@@ -99,7 +105,7 @@ static uint32_t spin__budget(struct spin *s, bool *probe)
 	if (b || !s->max)
 		return b;
 	if (atomic_fetch_add_explicit(&s->idle, 1, memory_order_relaxed) + 1 <
-	    SPIN_PROBE)
+	    atomic_load_explicit(&s->period, memory_order_relaxed))
 		return 0;
 	atomic_store_explicit(&s->idle, 0, memory_order_relaxed);
 	*probe = true;
@@ -138,16 +144,26 @@ bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 	}
 	atomic_fetch_sub_explicit(&s->spinners, 1, memory_order_relaxed);
 	if (hit) {
-		if (b < s->max)
+		if (probe) {
+			atomic_store_explicit(&s->period, SPIN_PROBE,
+					      memory_order_relaxed);
+			atomic_store_explicit(&s->budget, b,
+					      memory_order_relaxed);
+		} else if (b < s->max) {
 			atomic_store_explicit(&s->budget,
 					      b > s->max / 2 ? s->max : 2 * b,
 					      memory_order_relaxed);
-		else if (probe)
-			atomic_store_explicit(&s->budget, b,
+		}
+	} else if (cut) {
+		/* A spin the deadline cut short says nothing. */
+	} else if (probe) {
+		uint32_t per = atomic_load_explicit(&s->period,
+						    memory_order_relaxed);
+
+		if (per < SPIN_PROBE_MAX)
+			atomic_store_explicit(&s->period, 2 * per,
 					      memory_order_relaxed);
-	} else if (!cut && !probe) {
-		/* Missed.  (A spin the deadline cut short says nothing; a
-		 * probe that missed leaves the budget at 0.) */
+	} else {
 		atomic_store_explicit(&s->budget,
 				      b / 2 < SPIN_MIN_NS ? 0 : b / 2,
 				      memory_order_relaxed);

@@ -17,8 +17,9 @@
 struct spin {
 	/* How long (ns) the next spin may last; 0: sleep at once. */
 	_Atomic uint32_t budget;
-	/* Sleeps at budget 0 since the last probe. */
-	_Atomic uint32_t idle;
+	/* Sleeps at budget 0 since the last probe, and how many make a probe
+	 * (SPIN_PROBE, doubling after each probe that finds nothing). */
+	_Atomic uint32_t idle, period;
 	/* Threads spinning now (at most SPIN_SPINNERS). */
 	_Atomic int spinners;
 	/* The instance got a held (coalesced) wakeup: it never spins again

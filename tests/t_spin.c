@@ -8,9 +8,10 @@
  *    allowed 200 ms spin is over;
  *  - adapts (in a child process with a 4 ms spin): a first wait with nothing
  *    coming spins; waits that keep finding nothing stop spinning, except for
- *    an occasional probe (1 in 16 sleeps): of 32 such waits, 1 to 4 spin.
+ *    an occasional probe (after 16 sleeps, then 32, 64...): of the last 32
+ *    of 64 such waits, 1 to 4 spin.
  *    Spinning is told from sleeping by the thread's CPU time (a spin of 4 ms
- *    costs milliseconds, a sleep microseconds: the line drawn at 1 ms);
+ *    costs milliseconds, a sleep microseconds: the line drawn at 0.5 ms);
  *  - an instance that got a held wakeup (a coalescing ueventfd) stops
  *    spinning: none of its next waits spins;
  *  - UEPOLL_SPIN_NS=0 never spins.
@@ -139,7 +140,7 @@ static int waits_spinning_on(int ep, bool *spun, int n)
 		uint64_t c0 = cpu_ns();
 
 		CHECK_EQ(uepoll_wait(ep, &ev, 1, 8), 0);
-		spun[i] = cpu_ns() - c0 >= 1000000u;
+		spun[i] = cpu_ns() - c0 >= 500000u;
 		count += spun[i];
 	}
 	return count;
