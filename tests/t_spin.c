@@ -45,6 +45,18 @@ static long nvcsw(void)
 	return ru.ru_nvcsw;
 }
 
+/* An instance (made with uflags) watching a new ueventfd for EPOLLIN. */
+static int open_pair(unsigned int uflags, int *efd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep = uepoll_create2(EPOLL_CLOEXEC, uflags);
+
+	*efd = ueventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	REQUIRE(ep >= 0 && *efd >= 0);
+	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, *efd, &ev) == 0);
+	return ep;
+}
+
 static void *waiter_main(void *arg)
 {
 	struct waiter *w = arg;
@@ -71,13 +83,9 @@ static void *waiter_main(void *arg)
 static int rounds_blocked(unsigned int uflags)
 {
 	struct waiter w = { 0 };
-	struct epoll_event ev = { .events = EPOLLIN };
 	pthread_t th;
 
-	w.ep = uepoll_create2(EPOLL_CLOEXEC, uflags);
-	w.efd = ueventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	REQUIRE(w.ep >= 0 && w.efd >= 0);
-	REQUIRE(uepoll_ctl(w.ep, EPOLL_CTL_ADD, w.efd, &ev) == 0);
+	w.ep = open_pair(uflags, &w.efd);
 	REQUIRE(pthread_create(&th, NULL, waiter_main, &w) == 0);
 	for (int r = 1; r <= ROUNDS; r++) {
 		while (atomic_load(&w.entered) < r)
@@ -107,14 +115,10 @@ static void test_spins(void)
 
 static void test_deadline(void)
 {
-	int ep = uepoll_create1(EPOLL_CLOEXEC);
-	int efd = ueventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
-	uint64_t t0;
+	struct epoll_event ev;
+	int efd, ep = open_pair(0, &efd);
+	uint64_t t0 = t_now_ns();
 
-	REQUIRE(ep >= 0 && efd >= 0);
-	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0);
-	t0 = t_now_ns();
 	CHECK_EQ(uepoll_wait(ep, &ev, 1, 1), 0);
 	/* The allowed spin is 200 ms; the wait asked for 1 ms. */
 	CHECK(t_now_ns() - t0 < 150000000u);
@@ -149,14 +153,9 @@ static int waits_spinning_on(int ep, bool *spun, int n)
 /* The same on a new instance watching a ueventfd. */
 static int waits_spinning(bool *spun, int n)
 {
-	int ep = uepoll_create1(EPOLL_CLOEXEC);
-	int efd = ueventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	struct epoll_event ev = { .events = EPOLLIN };
-	int count;
+	int efd, ep = open_pair(0, &efd);
+	int count = waits_spinning_on(ep, spun, n);
 
-	REQUIRE(ep >= 0 && efd >= 0);
-	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0);
-	count = waits_spinning_on(ep, spun, n);
 	uepoll_close(efd);
 	uepoll_close(ep);
 	return count;
@@ -166,15 +165,12 @@ static int waits_spinning(bool *spun, int n)
 static void held_stops_spinning(void)
 {
 	struct ueventfd_coalesce co = { .delay_us = 2000 };
-	struct epoll_event ev = { .events = EPOLLIN };
-	int ep = uepoll_create1(EPOLL_CLOEXEC);
-	int efd = ueventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct epoll_event ev;
+	int efd, ep = open_pair(0, &efd);
 	bool spun[24];
 	eventfd_t v;
 
-	REQUIRE(ep >= 0 && efd >= 0);
 	REQUIRE(ueventfd_coalesce(efd, &co, NULL) == 0);
-	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0);
 	REQUIRE(ueventfd_write(efd, 1) == 0);
 	CHECK_EQ(uepoll_wait(ep, &ev, 1, 1000), 1);
 	CHECK(ueventfd_read(efd, &v) == 0 && v == 1);
