@@ -243,6 +243,17 @@ static void uefd__deliver(struct uefd *e)
 		uefd__arm(e);
 }
 
+/* Deliver now what the timer would have: the held wakeups if a run was
+ * pending (cancelled here), else any writes a racing writer held after the
+ * last run (HOLD).  Close and a change of setting call it. */
+static void uefd__flush(struct uefd *e)
+{
+	if (timer_cancel(&e->co_timer))
+		uefd__deliver(e);
+	else
+		uefd__show(e);
+}
+
 static void uefd__timer_fn(struct timer *t)
 {
 	uefd__deliver(container_of(t, struct uefd, co_timer));
@@ -479,12 +490,10 @@ void uefd_close(struct uefd *e)
 	e->wq.dead = true;
 	pthread_mutex_unlock(&e->wq.lock);
 	port_drop_source(&e->wq);
-	/* A held wakeup is delivered now rather than dropped: a thread still
-	 * blocked in uepoll_read gets the mirror it was owed. */
-	if (timer_cancel(&e->co_timer))
-		uefd__deliver(e);
-	else
-		uefd__show(e); /* held by a writer racing with this close */
+	/* A held wakeup is delivered now rather than dropped (a thread still
+	 * blocked in uepoll_read gets the mirror it was owed), and held writes
+	 * are shown (a writer may have raced with this close). */
+	uefd__flush(e);
 	/* A run already in progress keeps a reference: let it end, so that
 	 * the fd number is free when uepoll_close returns, as close(2)'s is. */
 	timer_wait_idle(&e->co_timer);
@@ -521,10 +530,8 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 	pthread_mutex_unlock(&e->wq.lock);
 	/* A new setting ends the wakeup held under the old one (early is
 	 * always within the bound), and shows the writes it held. */
-	if (set && timer_cancel(&e->co_timer))
-		uefd__deliver(e);
-	else if (set)
-		uefd__show(e);
+	if (set)
+		uefd__flush(e);
 	if (old)
 		*old = o;
 	return 0;
