@@ -5,8 +5,27 @@
  *
  * Any fd that is not one of uepoll's objects goes straight to the kernel
  * call of the same name, so the kernel gives its own answer and errno.
+ *
+ * CANCELLATION.  uepoll_wait, uepoll_pwait, uepoll_pwait2, uepoll_read and
+ * uepoll_write are cancellation points, as the kernel calls they stand for
+ * are: a request pending on entry acts there (pthread_testcancel), and one
+ * that comes while the call sleeps acts in the sleep, after which every
+ * layer's cleanup handler undoes what it had set up (turn.c, wait.c,
+ * eventfd.c) and this one drops the call's reference.  No other point of
+ * theirs is one (sys.h).
+ *
+ * CLOSE.  uepoll_close unpublishes the object and closes the public number
+ * at once, as close(2) frees a number at once; calls in flight on the
+ * object keep it (and its private fd, obj.h) until they return, as the
+ * kernel keeps a file while a call uses it.  From then on uepoll makes no
+ * call on that number and never closes it again, whatever it now is.
+ *
+ * SIGNALS.  uepoll_read and uepoll_write (ueventfd_read, ueventfd_write)
+ * of a ueventfd are async-signal-safe (lock.h, eventfd.c); on other fds
+ * they are read(2) and write(2), which are too.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "uepoll.h"
@@ -69,6 +88,12 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	return (int)api__ret(r);
 }
 
+/* The call's reference, dropped by a cleanup handler if it is cancelled. */
+static void api__put(void *o)
+{
+	uobj_put(o);
+}
+
 /* Like uepoll_ctl: an fd that is not an instance gets the kernel's answer
  * for an epoll operation on it (EBADF if not open, else EINVAL). */
 UEPOLL_API int uepoll_batch(int epfd, const struct uepoll_batch *set,
@@ -114,30 +139,48 @@ static int api__wait(struct uobj *o, struct epoll_event *events,
 	else
 		r = turn_wait((struct port *)o, events, maxevents,
 			      api__deadline(timeout_ns), sigmask);
-	uobj_put(o);
 	return (int)api__ret(r);
+}
+
+/* api__wait with the call's reference dropped however it ends. */
+static int api__wait_ref(struct uobj *o, struct epoll_event *events,
+			 int maxevents, int64_t timeout_ns,
+			 const sigset_t *sigmask)
+{
+	int r;
+
+	pthread_cleanup_push(api__put, o);
+	r = api__wait(o, events, maxevents, timeout_ns, sigmask);
+	pthread_cleanup_pop(1);
+	return r;
 }
 
 UEPOLL_API int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 			   int timeout)
 {
-	struct uobj *o = fdtab_get(epfd);
+	struct uobj *o;
 
+	pthread_testcancel();
+	o = fdtab_get(epfd);
 	if (!o)
 		return epoll_wait(epfd, events, maxevents, timeout);
-	return api__wait(o, events, maxevents,
-			 timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
+	return api__wait_ref(o, events, maxevents,
+			     timeout < 0 ? -1 : (int64_t)timeout * 1000000,
+			     NULL);
 }
 
 UEPOLL_API int uepoll_pwait(int epfd, struct epoll_event *events,
 			    int maxevents, int timeout, const sigset_t *sigmask)
 {
-	struct uobj *o = fdtab_get(epfd);
+	struct uobj *o;
 
+	pthread_testcancel();
+	o = fdtab_get(epfd);
 	if (!o)
 		return epoll_pwait(epfd, events, maxevents, timeout, sigmask);
-	return api__wait(o, events, maxevents,
-			 timeout < 0 ? -1 : (int64_t)timeout * 1000000, sigmask);
+	return api__wait_ref(o, events, maxevents,
+			     timeout < 0 ? -1 : (int64_t)timeout * 1000000,
+			     sigmask);
 }
 
 UEPOLL_API int uepoll_pwait2(int epfd, struct epoll_event *events,
@@ -157,10 +200,11 @@ UEPOLL_API int uepoll_pwait2(int epfd, struct epoll_event *events,
 			     : (int64_t)timeout->tv_sec * 1000000000 +
 				       timeout->tv_nsec;
 	}
+	pthread_testcancel();
 	o = fdtab_get(epfd);
 	if (!o)
 		return epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
-	return api__wait(o, events, maxevents, ns, sigmask);
+	return api__wait_ref(o, events, maxevents, ns, sigmask);
 }
 
 UEPOLL_API int ueventfd(unsigned int initval, int flags)
@@ -170,31 +214,37 @@ UEPOLL_API int ueventfd(unsigned int initval, int flags)
 
 UEPOLL_API ssize_t uepoll_read(int fd, void *buf, size_t count)
 {
-	struct uobj *o = fdtab_get(fd);
+	struct uobj *o;
 	ssize_t r;
 
+	pthread_testcancel();
+	o = fdtab_get(fd);
 	if (!o || o->type != UOBJ_EVENTFD) {
 		if (o)
 			uobj_put(o);
 		return read(fd, buf, count);
 	}
+	pthread_cleanup_push(api__put, o);
 	r = uefd_read((struct uefd *)o, buf, count);
-	uobj_put(o);
+	pthread_cleanup_pop(1);
 	return api__ret(r);
 }
 
 UEPOLL_API ssize_t uepoll_write(int fd, const void *buf, size_t count)
 {
-	struct uobj *o = fdtab_get(fd);
+	struct uobj *o;
 	ssize_t r;
 
+	pthread_testcancel();
+	o = fdtab_get(fd);
 	if (!o || o->type != UOBJ_EVENTFD) {
 		if (o)
 			uobj_put(o);
 		return write(fd, buf, count);
 	}
+	pthread_cleanup_push(api__put, o);
 	r = uefd_write((struct uefd *)o, buf, count);
-	uobj_put(o);
+	pthread_cleanup_pop(1);
 	return api__ret(r);
 }
 
@@ -209,6 +259,8 @@ UEPOLL_API int uepoll_close(int fd)
 		uobj_put(o);
 		return (int)api__ret(-EBADF);
 	}
+	/* CLOSE: the number is free from here on. */
+	sys_close(fd);
 	uobj_close(o);
 	uobj_put(o); /* the table's reference */
 	uobj_put(o); /* ours */

@@ -8,6 +8,7 @@
 #include <sched.h>
 
 #include "batch.h"
+#include "lock.h"
 #include "port.h"
 
 #define BATCH__MAX_US INT32_MAX
@@ -74,11 +75,11 @@ int batch_set(struct port *p, const struct uepoll_batch *set,
 		    set->min_wait_us > BATCH__MAX_US ||
 		    set->inter_event_us > BATCH__MAX_US))
 		return -EINVAL;
-	pthread_mutex_lock(&p->mtx);
+	lock_take(&p->mtx);
 	batch_get(p, &o);
 	if (set)
 		batch__store(p, set);
-	pthread_mutex_unlock(&p->mtx);
+	lock_drop(&p->mtx);
 	if (old)
 		*old = o;
 	return 0;
@@ -90,7 +91,7 @@ int batch_set_min_wait(struct port *p, uint64_t us)
 
 	if (us > BATCH__MAX_US)
 		return -EINVAL;
-	pthread_mutex_lock(&p->mtx);
+	lock_take(&p->mtx);
 	batch_get(p, &o);
 	if (o.min_wait_us != us) {
 		struct uepoll_batch v = o;
@@ -98,7 +99,7 @@ int batch_set_min_wait(struct port *p, uint64_t us)
 		v.min_wait_us = (uint32_t)us;
 		batch__store(p, &v);
 	}
-	pthread_mutex_unlock(&p->mtx);
+	lock_drop(&p->mtx);
 	return (int)o.min_wait_us;
 }
 

@@ -62,11 +62,13 @@
  * with a change of setting, which do not look at `held`) stays held and is
  * shown by the next run.
  *
- * LOCKING: count, held, mirror, wseq, wwaiters, co_* are atomics (no lock).
- * wq.lock protects the list of watching items and nests outside every
- * instance's readyq lock (wq_wake -> port_item_signal -> rq_enqueue); it
- * also serialises ueventfd_coalesce calls.  The timer's lock is a leaf
- * taken with no other lock held.
+ * LOCKING: count, held, mirror, wseq, wwaiters, co_*, owed.bits are atomics
+ * (no lock).  wq.lock protects the list of watching items and nests outside
+ * every instance's readyq lock (wq_wake -> port_item_signal -> rq_enqueue);
+ * it also serialises ueventfd_coalesce calls and, at the release, the close
+ * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
+ * other lock held.  A read or write that a signal handler makes while its
+ * thread holds one of these takes none (SIGNALS, below).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +80,7 @@
 #include "eventfd.h"
 #include "fdtab.h"
 #include "krec.h"
+#include "lock.h"
 #include "port.h"
 #include "sys.h"
 
@@ -155,13 +158,62 @@ static void uefd__default(struct ueventfd_coalesce *d)
 	d->count = atomic_load_explicit(&dcount, memory_order_relaxed);
 }
 
+/*
+ * eventfd(2) documents EINVAL for a write buffer shorter than 8 bytes; recent
+ * kernels also refuse longer ones.  uepoll answers as the running kernel's
+ * eventfd would: the first ueventfd() asks it, with a write of 0 (which
+ * changes nothing) in 16 bytes to the kernel eventfd it has just made, so
+ * that the answer never needs an fd of its own (a write under RLIMIT_NOFILE
+ * exhaustion must still get it right).
+ */
+static _Atomic int uefd__long_writes; /* 0 unknown, 1 accepted, 2 refused */
+
+static void uefd__probe_long_write(int kfd)
+{
+	uint64_t probe[2] = { 0, 0 };
+
+	if (atomic_load_explicit(&uefd__long_writes, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&uefd__long_writes,
+			      sys_write(kfd, probe, sizeof(probe)) == -EINVAL
+				      ? 2
+				      : 1,
+			      memory_order_relaxed);
+}
+
+static bool uefd__long_write_ok(void)
+{
+	/* Known: a ueventfd exists, so its creation asked. */
+	return atomic_load_explicit(&uefd__long_writes,
+				    memory_order_relaxed) == 1;
+}
+
+/* Set the coalescing delay (0: none); reserves the timer's room the first
+ * time a delay is set, so that a write never has to (timer.h).  wq.lock
+ * held, or the object not yet published. */
+static int uefd__set_delay(struct uefd *e, uint32_t delay_bits)
+{
+	if ((delay_bits & ~UEFD_HOLD_BIT) && !e->co_reserved) {
+		int r = timer_reserve();
+
+		if (r < 0)
+			return r;
+		e->co_reserved = true;
+	}
+	atomic_store_explicit(&e->co_delay_us, delay_bits,
+			      memory_order_relaxed);
+	return 0;
+}
+
+static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
+
 int uefd_create(unsigned int initval, int flags)
 {
 	struct ueventfd_coalesce dflt;
 	struct uobj *o, *old;
 	struct uefd *e;
 	bool ok;
-	int kfd;
+	int fd, r;
 
 	if (flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
 		return -EINVAL;
@@ -169,12 +221,17 @@ int uefd_create(unsigned int initval, int flags)
 	if (!o)
 		return -ENOMEM;
 	e = (struct uefd *)o;
-	kfd = sys_eventfd(initval ? 1 : 0, flags & (EFD_NONBLOCK | EFD_CLOEXEC));
-	if (kfd < 0) {
+	fd = sys_eventfd(initval ? 1 : 0, flags & (EFD_NONBLOCK | EFD_CLOEXEC));
+	if (fd < 0) {
 		uobj_free(o);
-		return kfd;
+		return fd;
 	}
-	o->fd = kfd;
+	o->kfd = sys_dup_private(fd);
+	if (o->kfd < 0) {
+		r = o->kfd;
+		goto err_fd;
+	}
+	uefd__probe_long_write(o->kfd);
 	atomic_init(&e->count, initval);
 	atomic_init(&e->mirror, initval ? 1 : 0);
 	e->semaphore = flags & EFD_SEMAPHORE;
@@ -182,27 +239,42 @@ int uefd_create(unsigned int initval, int flags)
 	atomic_init(&e->wseq, 0);
 	atomic_init(&e->wwaiters, 0);
 	atomic_init(&e->empty_reads, 1); /* no successful read yet */
+	atomic_init(&e->owed.bits, 0);
+	e->owed.fn = uefd__owed_fn;
 	uefd__default(&dflt);
 	if (e->semaphore)
 		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
-	atomic_init(&e->co_delay_us, dflt.delay_us);
+	/* A default delay that cannot get its timer's room: none. */
+	if (uefd__set_delay(e, dflt.delay_us) < 0)
+		atomic_init(&e->co_delay_us, 0);
 	atomic_init(&e->co_count, dflt.count);
 	atomic_init(&e->held, 0);
 	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
+	timer_ensure();
 	wq_init(&e->wq);
+	o->fd = fd;
+	uobj_live(o);
 
-	old = fdtab_set(kfd, o, &ok);
+	old = fdtab_set(fd, o, &ok);
 	if (!ok) {
-		wq_destroy(&e->wq);
-		sys_close(kfd);
-		uobj_free(o);
-		return -ENOMEM;
+		r = -ENOMEM;
+		goto err_fd; /* released: closes kfd, frees o */
 	}
 	if (old) {
 		uobj_close(old);
 		uobj_put(old);
 	}
-	return kfd;
+	return fd;
+
+err_fd:
+	sys_close(fd);
+	if (o->kfd >= 0 || e->co_reserved) {
+		o->fd = -1;
+		uefd_ops.release(o);
+	} else {
+		uobj_free(o);
+	}
+	return r;
 }
 
 uint32_t uefd_poll(struct uefd *e)
@@ -223,7 +295,7 @@ uint32_t uefd_poll(struct uefd *e)
 static void uefd__arm(struct uefd *e)
 {
 	if (atomic_load(&e->mirror) == 0 && atomic_exchange(&e->mirror, 1) == 0)
-		sys_eventfd_signal(e->obj.fd);
+		sys_eventfd_signal(e->obj.kfd);
 }
 
 static void uefd__show(struct uefd *e);
@@ -235,11 +307,9 @@ static void uefd__deliver(struct uefd *e)
 	uefd__show(e);
 	if (atomic_load(&e->wq.n))
 		wq_kick(&e->wq);
-	/* seq_cst, pairs with the writers' CAS on count (MIRROR).  Not when
-	 * the number was closed with close() and already reused: the
-	 * signal would land on someone else's fd. */
-	if (atomic_load(&e->count) > 0 &&
-	    !atomic_load_explicit(&e->obj.fd_lost, memory_order_relaxed))
+	/* seq_cst, pairs with the writers' CAS on count (MIRROR).  kfd is
+	 * ours whatever became of the public number. */
+	if (atomic_load(&e->count) > 0)
 		uefd__arm(e);
 }
 
@@ -273,51 +343,38 @@ static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
 	return cnt && now >= cnt ? 0 : d;
 }
 
-/* Wait until the counter may have room: futex on wseq, bumped by readers. */
+static void uefd__unwait(void *arg)
+{
+	atomic_fetch_sub(&((struct uefd *)arg)->wwaiters, 1);
+}
+
+/*
+ * Wait until the counter may have room: futex on wseq, bumped by readers.
+ * A cancellation point, as the kernel's blocking write(2) is: cancelled,
+ * it leaves the count of waiters as it found it.
+ */
 static int uefd__wait_room(struct uefd *e, uint64_t v)
 {
 	uint32_t seq;
 	int r, fl;
 
-	fl = sys_fcntl_getfl(e->obj.fd);
+	fl = sys_fcntl_getfl(e->obj.kfd);
 	if (fl < 0)
 		return fl;
 	if (fl & O_NONBLOCK)
 		return -EAGAIN;
 	atomic_fetch_add(&e->wwaiters, 1);
+	pthread_cleanup_push(uefd__unwait, e);
 	/* seq_cst: pairs with the reader's CAS on count then load of wwaiters. */
 	seq = atomic_load(&e->wseq);
 	r = 0;
 	if (uefd__room(atomic_load(&e->count), atomic_load(&e->held)) < v)
-		r = sys_futex_wait(&e->wseq, seq);
-	atomic_fetch_sub(&e->wwaiters, 1);
+		r = sys_futex_sleep(&e->wseq, seq);
+	pthread_cleanup_pop(1);
 	return r == -EINTR ? r : 0;
 }
 
-/*
- * eventfd(2) documents EINVAL for a write buffer shorter than 8 bytes; recent
- * kernels also refuse longer ones.  Ask the running kernel once, so that
- * ueventfd answers as its eventfd would.
- */
-static bool uefd__long_write_ok(void)
-{
-	static _Atomic int known; /* 0 unknown, 1 accepted, 2 refused */
-	int k = atomic_load_explicit(&known, memory_order_relaxed);
-
-	if (!k) {
-		uint64_t probe[2] = { 0, 0 };
-		int fd = sys_eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-
-		if (fd < 0)
-			return true; /* cannot tell: follow the man page */
-		k = sys_write(fd, probe, sizeof(probe)) == -EINVAL ? 2 : 1;
-		sys_close(fd);
-		atomic_store_explicit(&known, k, memory_order_relaxed);
-	}
-	return k == 1;
-}
-
-static ssize_t uefd__wrote(struct uefd *e, uint64_t c, uint64_t v, bool now);
+static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
 
 /* Show the held writes (HOLD): move them into the counter and wake as one
  * write of their sum that is due now.  The timer thread, a write that
@@ -342,14 +399,66 @@ static void uefd__show(struct uefd *e)
 		atomic_fetch_add(&e->held, h - take);
 		(void)timer_arm(&e->co_timer, uefd__delay_ns(e));
 	}
-	(void)uefd__wrote(e, c, take, true);
+	uefd__wrote(e, c + take, true);
+}
+
+/* HOLD: the timer shows the held writes, or this write does if it brought
+ * them to the count (or if no timer can be had).  held_now: `held` after
+ * the write. */
+static void uefd__held(struct uefd *e, uint64_t held_now)
+{
+	uint64_t cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+
+	if ((cnt && held_now >= cnt) ||
+	    timer_arm(&e->co_timer, uefd__delay_ns(e)) < 0)
+		uefd__show(e);
+}
+
+/*
+ * SIGNALS (lock.h).  A read or write made by a signal handler whose thread
+ * holds one of uepoll's locks does what needs none (the counter, the
+ * mirror, the futex of blocked writers) and owes the rest: the walk of the
+ * watchers (EPOLLIN after a write, EPOLLOUT and "no longer ready" after a
+ * read) and, for a held write, the timer.  The interrupted frame runs it
+ * when it leaves its last lock, at most a lock's hold time later, which is
+ * as if the write had come then.  Several owed writes are delivered by one
+ * walk: an edge-triggered watcher may see them as one event.
+ */
+#define UEFD_OWE_IN 0x1u   /* a write's walk (uefd__wrote) */
+#define UEFD_OWE_HELD 0x2u /* a held write's timer (uefd__held) */
+#define UEFD_OWE_OUT 0x4u  /* a read's walk (uefd__was_read) */
+
+static void uefd__was_read(struct uefd *e, bool emptied);
+
+static void uefd__owed_hold(struct lock_owed *o)
+{
+	uobj_get(&container_of(o, struct uefd, owed)->obj);
+}
+
+/* The owed work (bits) of e, done by a thread that holds no lock. */
+static void uefd__owed_work(struct uefd *e, unsigned bits)
+{
+	if (bits & UEFD_OWE_IN)
+		uefd__wrote(e, atomic_load(&e->count), false);
+	if (bits & UEFD_OWE_HELD)
+		uefd__held(e, atomic_load(&e->held));
+	if (bits & UEFD_OWE_OUT)
+		uefd__was_read(e, atomic_load(&e->count) == 0);
+}
+
+static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
+{
+	struct uefd *e = container_of(o, struct uefd, owed);
+
+	uefd__owed_work(e, bits);
+	uobj_put(&e->obj);
 }
 
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
 	bool hw; /* UEVENTFD_HOLD_WRITES: the write goes to `held` (HOLD) */
 	_Atomic uint64_t *to;
-	uint64_t v, cur, cnt;
+	uint64_t v, cur;
 	int r;
 
 	if (n < sizeof(v) || (n > sizeof(v) && !uefd__long_write_ok()))
@@ -380,36 +489,36 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		if (atomic_compare_exchange_weak(to, &cur, cur + v))
 			break;
 	}
+	if (unlikely(lock_held_here())) {
+		/* A signal handler inside one of our locks: SIGNALS. */
+		if (!hw && cur + v > 0)
+			uefd__arm(e);
+		lock_owe(&e->owed, hw ? UEFD_OWE_HELD : UEFD_OWE_IN,
+			 uefd__owed_hold);
+		return sizeof(v);
+	}
 	if (!hw)
-		return uefd__wrote(e, cur, v, false);
-	/* HOLD: the timer shows it, or this write if it reached the count
-	 * (or if no timer can be had). */
-	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
-	if ((cnt && cur + v >= cnt) ||
-	    timer_arm(&e->co_timer, uefd__delay_ns(e)) < 0)
-		uefd__show(e);
+		uefd__wrote(e, cur + v, false);
+	else
+		uefd__held(e, cur + v);
 	return sizeof(v);
 }
 
 /*
- * The rest of a write that added v to a counter that held c: wake (or hold
- * the wakeups of) the watchers and the kernel fd.  now: the held writes
- * being shown (uefd__show), whose wakeup is due and whose object may be
- * closed already.
+ * The rest of a write that left the counter at now_count: wake (or hold
+ * the wakeups of) the watchers and the kernel fd.  due: the held writes
+ * being shown (uefd__show), whose wakeup is due now.
  */
-static ssize_t uefd__wrote(struct uefd *e, uint64_t c, uint64_t v, bool now)
+static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 {
-	uint32_t hold = now ? 0 : uefd__hold_us(e, c + v);
+	uint32_t hold = due ? 0 : uefd__hold_us(e, now_count);
 	bool held = false;
 
 	/* The kernel wakes EPOLLIN watchers on every write, even of 0: an
 	 * edge-triggered watcher sees one event per write. */
 	if (atomic_load(&e->wq.narmed))
 		held = wq_wake(&e->wq, EPOLLIN, hold != 0);
-	/* Shown writes: not on a number closed with close() and already
-	 * reused (see uefd__deliver). */
-	if (c + v > 0 && !(now && atomic_load_explicit(&e->obj.fd_lost,
-						       memory_order_relaxed))) {
+	if (now_count > 0) {
 		if (!hold)
 			uefd__arm(e);
 		else if (atomic_load(&e->mirror) == 0)
@@ -419,7 +528,17 @@ static ssize_t uefd__wrote(struct uefd *e, uint64_t c, uint64_t v, bool now)
 	 * do now if it cannot be armed. */
 	if (held && timer_arm(&e->co_timer, (uint64_t)hold * 1000u) < 0)
 		uefd__deliver(e);
-	return sizeof(v);
+}
+
+/* The watchers' part of a read: the kernel wakes EPOLLOUT watchers on every
+ * read; an instance held by another one forgets an item that is no longer
+ * ready (emptied: the read took the counter to 0). */
+static void uefd__was_read(struct uefd *e, bool emptied)
+{
+	if (atomic_load(&e->wq.nout))
+		wq_wake(&e->wq, EPOLLOUT, false);
+	if (emptied && krec_any_watched() && atomic_load(&e->wq.n))
+		wq_unready(&e->wq);
 }
 
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
@@ -445,12 +564,11 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 				atomic_fetch_add(&e->wseq, 1);
 				sys_futex_wake(&e->wseq, INT_MAX);
 			}
-			/* The kernel wakes EPOLLOUT watchers on every read. */
-			if (atomic_load(&e->wq.nout))
-				wq_wake(&e->wq, EPOLLOUT, false);
-			if (c == take && krec_any_watched() &&
-			    atomic_load(&e->wq.n))
-				wq_unready(&e->wq);
+			if (unlikely(lock_held_here()))
+				lock_owe(&e->owed, UEFD_OWE_OUT,
+					 uefd__owed_hold); /* SIGNALS */
+			else
+				uefd__was_read(e, c == take);
 			/* The kernel, too, has taken the value when its copy to
 			 * a NULL buffer fails. */
 			if (!buf)
@@ -470,8 +588,9 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		c = atomic_load(&e->count);
 		if (c > 0)
 			continue;
-		/* Sleeps here when the fd is blocking, until a writer arms. */
-		r = sys_read(e->obj.fd, &sig, sizeof(sig));
+		/* Sleeps here when the fd is blocking, until a writer arms (a
+		 * cancellation point, as read(2); nothing to undo). */
+		r = sys_read_sleep(e->obj.kfd, &sig, sizeof(sig));
 		atomic_store_explicit(&e->nonblock, r == -EAGAIN,
 				      memory_order_relaxed);
 		if (r == -EAGAIN)
@@ -484,18 +603,21 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 	}
 }
 
-void uefd_close(struct uefd *e)
+static void uefd__close(struct uobj *o)
 {
-	pthread_mutex_lock(&e->wq.lock);
+	struct uefd *e = (struct uefd *)o;
+
+	lock_take(&e->wq.lock);
 	e->wq.dead = true;
-	pthread_mutex_unlock(&e->wq.lock);
+	lock_drop(&e->wq.lock);
 	port_drop_source(&e->wq);
 	/* A held wakeup is delivered now rather than dropped (a thread still
 	 * blocked in uepoll_read gets the mirror it was owed), and held writes
 	 * are shown (a writer may have raced with this close). */
 	uefd__flush(e);
 	/* A run already in progress keeps a reference: let it end, so that
-	 * the fd number is free when uepoll_close returns, as close(2)'s is. */
+	 * its reference, and with the last one the private fd, are gone when
+	 * uepoll_close returns if no other call is in flight. */
 	timer_wait_idle(&e->co_timer);
 }
 
@@ -504,6 +626,7 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 {
 	struct ueventfd_coalesce o;
 	uint32_t d;
+	int r = 0;
 
 	if (set && ((set->flags & ~UEVENTFD_HOLD_WRITES) ||
 		    set->delay_us > UEVENTFD_COALESCE_MAX_US ||
@@ -512,22 +635,25 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 	/* A semaphore ueventfd wakes at once: only "no delay" is accepted. */
 	if (set && e->semaphore && set->delay_us)
 		return -EINVAL;
-	pthread_mutex_lock(&e->wq.lock);
+	timer_ensure();
+	lock_take(&e->wq.lock);
 	d = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
 	o.delay_us = d & ~UEFD_HOLD_BIT;
 	o.flags = d & UEFD_HOLD_BIT ? UEVENTFD_HOLD_WRITES : 0;
 	o.count = atomic_load_explicit(&e->co_count, memory_order_relaxed);
 	if (set) {
-		atomic_store_explicit(&e->co_count, set->count,
-				      memory_order_relaxed);
-		atomic_store_explicit(&e->co_delay_us,
-				      set->delay_us |
-					      (set->flags & UEVENTFD_HOLD_WRITES
-						       ? UEFD_HOLD_BIT
-						       : 0),
-				      memory_order_relaxed);
+		r = uefd__set_delay(e, set->delay_us |
+					       (set->flags &
+							UEVENTFD_HOLD_WRITES
+						? UEFD_HOLD_BIT
+						: 0));
+		if (!r)
+			atomic_store_explicit(&e->co_count, set->count,
+					      memory_order_relaxed);
 	}
-	pthread_mutex_unlock(&e->wq.lock);
+	lock_drop(&e->wq.lock);
+	if (r < 0)
+		return r;
 	/* A new setting ends the wakeup held under the old one (early is
 	 * always within the bound), and shows the writes it held. */
 	if (set)
@@ -537,12 +663,49 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 	return 0;
 }
 
-void uefd_release(struct uobj *o)
+/* Idempotent up to uobj_free (FORK in obj.c): the private fd is closed and
+ * forgotten under wq.lock, so that a forked child sees it open or gone. */
+static void uefd__release(struct uobj *o)
 {
 	struct uefd *e = (struct uefd *)o;
+	bool reserved;
 
-	wq_destroy(&e->wq);
-	if (!atomic_load_explicit(&o->fd_lost, memory_order_relaxed))
-		sys_close(o->fd);
+	lock_take(&e->wq.lock);
+	if (o->kfd >= 0)
+		sys_close(o->kfd);
+	o->kfd = -1;
+	reserved = e->co_reserved;
+	e->co_reserved = false;
+	lock_drop(&e->wq.lock);
+	if (reserved)
+		timer_unreserve();
 	uobj_free(o);
 }
+
+/* FORK (obj.c), in the child: no writer is blocked here any more; owed
+ * work queued on a thread that did not come along is done now; a held
+ * wakeup (queued, or being delivered by the parent's timer thread) is
+ * delivered now, as the child has no timer thread. */
+static int uefd__fork_child(struct uobj *o)
+{
+	struct uefd *e = (struct uefd *)o;
+	unsigned bits = atomic_load(&e->owed.bits);
+
+	/* Stores only where something changes (COW: see port.c's). */
+	obj_fork_zero(&e->wwaiters);
+	if (bits) {
+		atomic_store(&e->owed.bits, 0);
+		uefd__owed_work(e, bits);
+	}
+	if (timer_cancel(&e->co_timer) || timer_was_running(&e->co_timer) ||
+	    atomic_load(&e->held))
+		uefd__deliver(e);
+	return 0;
+}
+
+const struct uobj_ops uefd_ops = {
+	.size = sizeof(struct uefd),
+	.close = uefd__close,
+	.release = uefd__release,
+	.fork_child = uefd__fork_child,
+};

@@ -9,6 +9,7 @@
 
 #include "uepoll.h"
 
+#include "lock.h"
 #include "obj.h"
 #include "timer.h"
 #include "wq.h"
@@ -44,6 +45,12 @@ struct uefd {
 	_Atomic uint64_t held;
 	/* Delivers held wakeups at the deadline (timer.c). */
 	struct timer co_timer;
+	/* Room for co_timer is reserved in the timer's heap (timer_reserve):
+	 * set with the first delay, under wq.lock. */
+	bool co_reserved;
+	/* Work a signal handler's read or write left to its thread (SIGNALS
+	 * in eventfd.c). */
+	struct lock_owed owed;
 	struct wq wq;
 };
 
@@ -51,10 +58,9 @@ int uefd_create(unsigned int initval, int flags);
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n);
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n);
 uint32_t uefd_poll(struct uefd *e);
-void uefd_close(struct uefd *e);
 /* ueventfd_coalesce(): set may be NULL (read only), old may be NULL. */
 int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 		  struct ueventfd_coalesce *old);
-void uefd_release(struct uobj *o);
+extern const struct uobj_ops uefd_ops;
 
 #endif

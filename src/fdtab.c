@@ -83,8 +83,6 @@ struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok)
 	/* Release: the object's initialisation happens-before any reader
 	 * that sees it here. */
 	old = atomic_exchange_explicit(s, o, memory_order_acq_rel);
-	if (old)
-		atomic_store_explicit(&old->fd_lost, true, memory_order_relaxed);
 	return old;
 }
 
@@ -96,4 +94,11 @@ bool fdtab_clear(int fd, struct uobj *o)
 	return s && atomic_compare_exchange_strong_explicit(
 			    s, &expect, NULL, memory_order_acq_rel,
 			    memory_order_relaxed);
+}
+
+struct uobj *fdtab_peek(int fd)
+{
+	fdtab__slot *s = fdtab__slot_of(fd, false);
+
+	return s ? atomic_load_explicit(s, memory_order_relaxed) : NULL;
 }

@@ -10,13 +10,14 @@
 /* The object at fd with a reference taken, or NULL (not a uepoll fd). */
 struct uobj *fdtab_get(int fd);
 /* Publish o at fd (o->fd == fd).  An object still recorded at that number
- * was closed with close() behind our back: it is unpublished, marked
- * fd_lost and returned (with the table's reference) for the caller to tear
- * down; NULL otherwise.  -ENOMEM as an ERR pointer is never returned:
- * returns false in *ok when the table cannot grow. */
+ * was closed with close() behind our back: it is unpublished and returned
+ * (with the table's reference) for the caller to tear down; NULL otherwise.
+ * Returns false in *ok when the table cannot grow. */
 struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok);
 /* Unpublish o from fd if it is still there; true if this call did it (the
  * caller then owns the table's reference). */
 bool fdtab_clear(int fd, struct uobj *o);
+/* The object at fd, no reference taken (a forked child, alone). */
+struct uobj *fdtab_peek(int fd);
 
 #endif

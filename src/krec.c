@@ -9,28 +9,80 @@
  * (krec_of), reports the user's data, checks that a nested instance really
  * has something (krec_nest_ready, as the kernel's poll of an epoll does),
  * moves a round-robin registration to the back of the fd's wait queue
- * (krec_rr_rotate), and knows an urgent one.  A nested instance is counted
+ * (krec_rr_took), and knows an urgent one.  A nested instance is counted
  * as held (port->watched), which makes it keep its fd exact (port.c).
  *
  * LOCKING.  Records are made, reused and cleared under the holder's
  * port->mtx (ctl, and the round-robin rotation a harvest makes); they are
  * only ever appended to port->krecs (release store) and freed with the port
  * (krec_release), so a harvest walks the list without a lock (acquire loads)
- * and a record it found stays valid memory.  The held instance's watched
+ * and a record it found stays valid memory.
+ *
+ * DATA (no event carries anything but the data the program registered).
+ * The kernel gives back only the data of a registration, and a harvest
+ * translates it without a lock, possibly after the registration changed:
+ * the record was reused, modified or freed meanwhile, or the kernel
+ * reported the registration before ctl had finished recording it.  So a
+ * record is registered with its address and a tag (krec__data): the tag
+ * changes (under mtx) whenever the registration it stands for does, and
+ * every field a harvest reads is stored before the kernel call that makes
+ * the registration (so an event the kernel gives for it finds them).  A
+ * harvest (krec_of) reads the tag, the fields, then the tag again, as a
+ * sequence lock: the tag written before the fields (release fence) and
+ * read after them (acquire fence).  If the event's tag is not the one it
+ * read both times, the event belongs to a registration that no longer
+ * exists, and it is dropped: the outcome of the ctl having come first,
+ * which the caller cannot tell from the one it raced with.  An address is
+ * told from user data by walking the instance's records (never freed
+ * before the instance, so no user pointer can equal one).  With 16 bits
+ * of tag, an event is mistaken only if its record is changed 65536 times
+ * while the harvest that took it is between the kernel call and the
+ * translation.
+ *
+ * RR-ET.  Moving a round-robin registration to the back (EPOLL_CTL_DEL +
+ * ADD) makes the kernel poll the fd again, which an edge-triggered
+ * registration would report as a new edge while the fd is still readable.
+ * So for EPOLLET the move is owed (rr_owed) until a later wait of the
+ * instance finds the fd drained (a zero-timeout poll), as an
+ * edge-triggered user drains it before waiting again; a registration whose
+ * fd stays ready keeps its place until then.  The held instance's watched
  * count and doorbell mode change under its port->wlock (krec__set_watched),
  * nested inside the holder's mtx and outside the held instance's rq->lock.
  * A harvest's check of a nested instance takes no lock of its own (rq->lock
  * through rq_prune).
  */
 #include <errno.h>
-#include <poll.h>
 #include <stdlib.h>
 
 #include "uepoll.h"
 
 #include "fdtab.h"
 #include "krec.h"
+#include "lock.h"
 #include "sys.h"
+
+#define KREC__ADDR ((UINT64_C(1) << 48) - 1)
+
+/* The data a record is registered with: its address and its tag. */
+static uint64_t krec__data(struct krec *n)
+{
+	return (uint64_t)(uintptr_t)n |
+	       ((uint64_t)(atomic_load_explicit(&n->tag, memory_order_relaxed) &
+			   0xffff)
+		<< 48);
+}
+
+/* The registration n stands for changes (mtx held): events given for the
+ * one before are dropped from now on.  The release fence orders the tag
+ * before the field stores that follow (DATA). */
+static void krec__retag(struct krec *n)
+{
+	atomic_store_explicit(&n->tag,
+			      atomic_load_explicit(&n->tag,
+						   memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
 
 /* n is a record of this incarnation of inner, not of an earlier object at
  * the same address. */
@@ -67,18 +119,17 @@ bool krec_any_watched(void)
 static void krec__set_watched(struct port *p, int delta)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
+	uint64_t v;
 	int w;
 
-	uint64_t v;
-
-	pthread_mutex_lock(&p->wlock);
+	lock_take(&p->wlock);
 	w = atomic_fetch_add(&p->watched, delta) + delta;
 	if ((delta > 0 && w == 1) || w == 0)
 		atomic_fetch_add(&krec__nwatched, w ? 1 : -1);
-	if ((delta > 0 && w == 1) || w == 0) {
+	if (((delta > 0 && w == 1) || w == 0) && p->obj.kfd >= 0) {
 		ev.events |= w ? 0 : EPOLLET;
 		ev.data.u64 = (uint64_t)(uintptr_t)p;
-		if (sys_epoll_ctl(p->obj.fd, EPOLL_CTL_MOD, p->dbfd, &ev) == 0)
+		if (sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, p->dbfd, &ev) == 0)
 			atomic_store(&p->db_lt, w != 0);
 		if (w) {
 			/* An edge-triggered doorbell keeps counting after its
@@ -90,7 +141,7 @@ static void krec__set_watched(struct port *p, int delta)
 				port_kick(p);
 		}
 	}
-	pthread_mutex_unlock(&p->wlock);
+	lock_drop(&p->wlock);
 }
 
 /* A free record, or a new one appended to the list (mtx held). */
@@ -103,6 +154,11 @@ static struct krec *krec__new(struct port *p)
 	n = calloc(1, sizeof(*n));
 	if (!n)
 		return NULL;
+	if ((uintptr_t)n & ~(uintptr_t)KREC__ADDR) {
+		/* The tag needs the top 16 bits of the address. */
+		free(n);
+		return NULL;
+	}
 	atomic_init(&n->inner, NULL);
 	atomic_init(&n->fd, -1);
 	n->next = atomic_load_explicit(&p->krecs, memory_order_relaxed);
@@ -111,19 +167,59 @@ static struct krec *krec__new(struct port *p)
 	return n;
 }
 
+/* The registration is gone (mtx held): events given for it are dropped,
+ * and the record may be reused. */
 static void krec__free(struct krec *n)
 {
+	krec__retag(n);
 	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
 	atomic_store_explicit(&n->urgent, false, memory_order_relaxed);
+	atomic_store_explicit(&n->rr_owed, false, memory_order_relaxed);
 	atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
 	atomic_store_explicit(&n->inner, NULL, memory_order_release);
+}
+
+/* Forget an owed move (mtx held). */
+static void krec__unowe(struct port *p, struct krec *n)
+{
+	if (atomic_exchange(&n->rr_owed, false))
+		atomic_fetch_sub(&p->rr_owed, 1);
+}
+
+/* Store what a harvest reads of a kernel fd's record (mtx held), before
+ * the kernel call that registers it (DATA). */
+static void krec__set_fd(struct krec *n, int fd, const struct epoll_event *ev,
+			 uint32_t kevents, bool add)
+{
+	atomic_store_explicit(&n->data, ev->data.u64, memory_order_relaxed);
+	/* ROUNDROBIN comes only with ADD; MOD of an exclusive registration
+	 * fails in the kernel. */
+	if (add)
+		atomic_store_explicit(&n->rr_events,
+				      (ev->events & EPOLLROUNDROBIN) ? kevents
+								     : 0,
+				      memory_order_relaxed);
+	atomic_store_explicit(&n->urgent, (ev->events & EPOLLURGENT) != 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&n->kevents, kevents, memory_order_relaxed);
+	atomic_store_explicit(&n->fd, fd, memory_order_release);
+}
+
+/* Keep nkernel (kernel registrations of p, never below the true number)
+ * after a successful kernel ctl. */
+static void krec__count(struct port *p, int op)
+{
+	if (op == EPOLL_CTL_ADD)
+		atomic_fetch_add(&p->nkernel, 1);
+	else if (op == EPOLL_CTL_DEL)
+		atomic_fetch_sub(&p->nkernel, 1);
 }
 
 /*
  * A kernel fd while the instance has recorded registrations: the kernel
  * answers, and a registration made with EPOLLROUNDROBIN or EPOLLURGENT gets a
  * record (registered as its data), so that a harvest can move a round-robin
- * registration to the back of the fd's wait queue (krec_rr_rotate) and know
+ * registration to the back of the fd's wait queue (krec_rr_took) and know
  * an urgent one; neither bit goes to the kernel.  MOD may add or drop
  * EPOLLURGENT (and with it the record).
  */
@@ -135,63 +231,93 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 	bool rec = op != EPOLL_CTL_DEL && (ev->events & ours);
 	int r;
 
-	pthread_mutex_lock(&p->mtx);
+	lock_take(&p->mtx);
 	/* The fd's record, or one left by an fd closed without DEL (the
 	 * kernel dropped that registration): reused. */
 	n = krec__find(p, NULL, fd);
+	if (n && op == EPOLL_CTL_MOD &&
+	    ((ev->events | atomic_load_explicit(&n->kevents,
+						memory_order_relaxed)) &
+	     EPOLLEXCLUSIVE)) {
+		/* The kernel refuses MOD of (or to) an exclusive registration
+		 * after its EBADF checks: let it answer, with the record (and
+		 * the data the kernel has) unchanged. */
+		kev = *ev;
+		kev.events &= ~ours;
+		kev.data.u64 = krec__data(n);
+		r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
+		lock_drop(&p->mtx);
+		return r;
+	}
 	if (rec) {
-		bool fresh = !n;
+		/* ADD always makes a new record (an existing one is the
+		 * kernel's EEXIST, or was left by a closed fd), MOD updates
+		 * the fd's record or makes one: either way every field is
+		 * stored before the kernel call (DATA). */
+		struct krec *m = n;
 
-		if (!n)
-			n = krec__new(p);
-		if (!n) {
-			pthread_mutex_unlock(&p->mtx);
+		if (op == EPOLL_CTL_ADD || !n)
+			m = krec__new(p);
+		if (!m) {
+			lock_drop(&p->mtx);
 			return -ENOMEM;
 		}
 		kev = *ev;
 		kev.events &= ~ours;
-		kev.data.u64 = (uint64_t)(uintptr_t)n;
-		r = sys_epoll_ctl(p->obj.fd, op, fd, &kev);
-		if (r == 0) {
-			atomic_store_explicit(&n->data, ev->data.u64,
-					      memory_order_relaxed);
-			/* ROUNDROBIN comes only with ADD; MOD of an
-			 * exclusive registration fails in the kernel. */
-			if (op == EPOLL_CTL_ADD)
-				atomic_store_explicit(
-					&n->rr_events,
-					(ev->events & EPOLLROUNDROBIN)
-						? kev.events
-						: 0,
-					memory_order_relaxed);
-			atomic_store_explicit(&n->urgent,
-					      (ev->events & EPOLLURGENT) != 0,
-					      memory_order_relaxed);
-			atomic_store_explicit(&n->kevents, kev.events,
-					      memory_order_relaxed);
-			atomic_store_explicit(&n->fd, fd, memory_order_release);
-			if (fresh)
+		krec__retag(m);
+		krec__set_fd(m, fd, ev, kev.events, op == EPOLL_CTL_ADD);
+		kev.data.u64 = krec__data(m);
+		r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
+		if (r == 0 && m != n) {
+			if (n) { /* a closed fd's: replaced */
+				krec__unowe(p, n);
+				krec__free(n);
+			} else {
 				atomic_fetch_add(&p->nfdrec, 1);
-			if (op == EPOLL_CTL_ADD)
-				atomic_fetch_add(&p->nkernel, 1);
-		} else if (fresh) {
-			krec__free(n);
+			}
 		}
-		pthread_mutex_unlock(&p->mtx);
+		if (r == 0)
+			krec__count(p, op);
+		else if (m != n)
+			krec__free(m);
+		/* A failed MOD of an existing record: the registration was
+		 * not exclusive (above), so the kernel refused it only
+		 * because it is gone (EBADF, ENOENT). */
+		lock_drop(&p->mtx);
 		return r;
 	}
-	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
-	if (r == 0 && op == EPOLL_CTL_ADD)
-		atomic_fetch_add(&p->nkernel, 1);
-	if (r == 0 && op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
+	r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
+	if (r == 0)
+		krec__count(p, op);
 	/* DEL, or MOD without our bits: the registration has no record now. */
 	if (r == 0 && op != EPOLL_CTL_ADD && n) {
+		krec__unowe(p, n);
 		krec__free(n);
 		atomic_fetch_sub(&p->nfdrec, 1);
 	}
-	pthread_mutex_unlock(&p->mtx);
+	lock_drop(&p->mtx);
 	return r;
+}
+
+/* Move n's registration to the back of its fd's wait queue (mtx held). */
+static void krec__rotate(struct port *p, struct krec *n)
+{
+	struct epoll_event kev;
+	int fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
+
+	kev.events = atomic_load_explicit(&n->rr_events, memory_order_relaxed);
+	if (fd < 0 || !kev.events)
+		return;
+	/* The same registration: the same data, tag included. */
+	kev.data.u64 = krec__data(n);
+	if (sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, fd, NULL) == 0 &&
+	    sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_ADD, fd, &kev) < 0) {
+		/* Closed meanwhile: the registration is gone. */
+		krec__unowe(p, n);
+		krec__free(n);
+		atomic_fetch_sub(&p->nfdrec, 1);
+		atomic_fetch_sub(&p->nkernel, 1);
+	}
 }
 
 /*
@@ -200,27 +326,46 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
  * exclusive waiters in queue order), so the next wakeup goes to the next
  * idle instance.  Two system calls per wakeup; the fd stays registered in
  * other instances meanwhile, and ADD re-checks readiness, so no event is
- * lost in between.
+ * lost in between.  Edge-triggered: later (RR-ET).
  */
-void krec_rr_rotate(struct port *p, struct krec *n)
+void krec_rr_took(struct port *p, struct krec *n)
 {
-	struct epoll_event kev;
-	int fd;
-
-	pthread_mutex_lock(&p->mtx);
-	fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
-	kev.events = atomic_load_explicit(&n->rr_events, memory_order_relaxed);
-	if (fd >= 0 && kev.events) {
-		kev.data.u64 = (uint64_t)(uintptr_t)n;
-		if (sys_epoll_ctl(p->obj.fd, EPOLL_CTL_DEL, fd, NULL) == 0 &&
-		    sys_epoll_ctl(p->obj.fd, EPOLL_CTL_ADD, fd, &kev) < 0) {
-			/* Closed meanwhile: the registration is gone. */
-			krec__free(n);
-			atomic_fetch_sub(&p->nfdrec, 1);
-			atomic_fetch_sub(&p->nkernel, 1);
-		}
+	if (atomic_load_explicit(&n->rr_events, memory_order_relaxed) &
+	    EPOLLET) {
+		if (!atomic_exchange(&n->rr_owed, true))
+			atomic_fetch_add(&p->rr_owed, 1);
+		return;
 	}
-	pthread_mutex_unlock(&p->mtx);
+	lock_take(&p->mtx);
+	krec__rotate(p, n);
+	lock_drop(&p->mtx);
+}
+
+void krec_rr_settle(struct port *p)
+{
+	struct krec *n;
+
+	lock_take(&p->mtx);
+	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
+	     n = n->next) {
+		uint32_t ev;
+		int fd;
+
+		if (!atomic_load_explicit(&n->rr_owed, memory_order_relaxed))
+			continue;
+		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
+		ev = atomic_load_explicit(&n->rr_events, memory_order_relaxed);
+		/* Still ready: the user has not drained it yet (or a new edge
+		 * came, which this instance has then been given). */
+		if (fd >= 0 && (sys_poll_now(fd, (short)(ev & (EPOLLIN |
+							      EPOLLOUT |
+							      EPOLLPRI))) &
+				(short)ev))
+			continue;
+		krec__unowe(p, n);
+		krec__rotate(p, n);
+	}
+	lock_drop(&p->mtx);
 }
 
 /* A nested instance: the kernel answers, with our record as the data. */
@@ -228,7 +373,6 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev)
 {
 	struct epoll_event kev;
-	uint64_t udata = 0;
 	struct krec *n;
 	bool fresh = false, urgent = ev && (ev->events & EPOLLURGENT);
 	int r;
@@ -236,84 +380,107 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	/* An unknown op, or the instance itself (the kernel's EINVAL). */
 	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
 	    inner == p)
-		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
 	/* EPOLLEXCLUSIVE on an epoll: the kernel's EINVAL, given before it
 	 * polls the target.  Answered before krec__set_watched, whose prune of
 	 * the inner's ready queue would otherwise reorder its events. */
-	if (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE))
-		return sys_epoll_ctl(p->obj.fd, op, fd, ev);
-	pthread_mutex_lock(&p->mtx);
+	if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE))
+		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
+	lock_take(&p->mtx);
 	n = krec__find(p, inner, fd);
 	if (n && !krec__is(n, inner)) {
 		/* Left by a closed instance whose memory and fd number inner
 		 * now has: the kernel dropped that registration.  Reuse the
 		 * record as a new one. */
 		if (op != EPOLL_CTL_ADD) {
-			pthread_mutex_unlock(&p->mtx);
-			return sys_epoll_ctl(p->obj.fd, op, fd, ev);
+			lock_drop(&p->mtx);
+			return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
 		}
 		krec__free(n);
 		n = NULL;
 	}
-	if (!n && op == EPOLL_CTL_ADD) {
+	if (n && op == EPOLL_CTL_ADD) {
+		/* Registered already: the kernel's EEXIST, nothing changed. */
+		kev = *ev;
+		kev.events &= ~EPOLLURGENT;
+		kev.data.u64 = krec__data(n);
+		r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
+		lock_drop(&p->mtx);
+		return r;
+	}
+	if (op == EPOLL_CTL_ADD) {
 		n = krec__new(p);
 		if (!n) {
-			pthread_mutex_unlock(&p->mtx);
+			lock_drop(&p->mtx);
 			return -ENOMEM;
 		}
-		atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
-		atomic_store_explicit(&n->inner_gen,
-				      atomic_load_explicit(&inner->gen,
-							   memory_order_relaxed),
-				      memory_order_relaxed);
-		atomic_store_explicit(&n->inner, inner, memory_order_release);
 		fresh = true;
 	}
 	if (n && op != EPOLL_CTL_DEL) {
-		udata = ev->data.u64;
+		/* DATA: every field first, then the kernel call. */
+		krec__retag(n);
+		atomic_store_explicit(&n->data, ev->data.u64,
+				      memory_order_relaxed);
+		atomic_store_explicit(&n->urgent, urgent, memory_order_relaxed);
+		atomic_store_explicit(&n->kevents, EPOLLIN,
+				      memory_order_relaxed);
+		if (fresh) {
+			atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
+			atomic_store_explicit(&n->inner_gen,
+					      atomic_load_explicit(
+						      &inner->gen,
+						      memory_order_relaxed),
+					      memory_order_relaxed);
+			atomic_store_explicit(&n->inner, inner,
+					      memory_order_release);
+		}
 		kev = *ev;
 		kev.events &= ~EPOLLURGENT;
-		kev.data.u64 = (uint64_t)(uintptr_t)n;
+		kev.data.u64 = krec__data(n);
 		ev = &kev;
 	}
 	/* Watched before the kernel looks at it, so its fd is exact then. */
 	if (op == EPOLL_CTL_ADD)
 		krec__set_watched(inner, 1);
-	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
 	if (r < 0 && op == EPOLL_CTL_ADD)
 		krec__set_watched(inner, -1);
-	if (r == 0 && op != EPOLL_CTL_DEL) {
-		atomic_store_explicit(&n->data, udata, memory_order_relaxed);
-		atomic_store_explicit(&n->urgent, urgent,
-				      memory_order_relaxed);
-		atomic_store_explicit(&n->kevents, EPOLLIN,
-				      memory_order_relaxed);
-	}
-	if (r == 0 && op == EPOLL_CTL_ADD)
-		atomic_fetch_add(&p->nkernel, 1);
+	if (r == 0)
+		krec__count(p, op);
 	if (r == 0 && op == EPOLL_CTL_DEL)
 		krec__set_watched(inner, -1);
 	if ((r == 0 && op == EPOLL_CTL_DEL) || (r < 0 && fresh))
 		krec__free(n);
-	if (r == 0 && op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
-	pthread_mutex_unlock(&p->mtx);
+	lock_drop(&p->mtx);
 	return r;
 }
 
 static bool krec__ready(struct port *p, int depth);
 
-/* The record whose address is this event's data, if any. */
-struct krec *krec_of(struct port *p, uint64_t data)
+struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out)
 {
+	uint64_t addr = data & KREC__ADDR;
+	uint32_t tag = (uint32_t)(data >> 48), t1, t2;
 	struct krec *n;
 
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next)
-		if ((uint64_t)(uintptr_t)n == data &&
-		    atomic_load_explicit(&n->fd, memory_order_acquire) >= 0)
-			return n;
-	return NULL;
+		if ((uint64_t)(uintptr_t)n == addr)
+			break;
+	if (!n)
+		return NULL;
+	/* DATA: tag, fields, tag. */
+	t1 = atomic_load_explicit(&n->tag, memory_order_acquire);
+	out->data = atomic_load_explicit(&n->data, memory_order_relaxed);
+	out->nested = atomic_load_explicit(&n->inner, memory_order_relaxed);
+	out->urgent = atomic_load_explicit(&n->urgent, memory_order_relaxed);
+	out->rr_events = atomic_load_explicit(&n->rr_events,
+					      memory_order_relaxed);
+	atomic_thread_fence(memory_order_acquire);
+	t2 = atomic_load_explicit(&n->tag, memory_order_relaxed);
+	if (t1 != t2 || (t1 & 0xffff) != tag)
+		return KREC_STALE;
+	return n;
 }
 
 /*
@@ -338,7 +505,6 @@ bool krec_nest_ready(struct krec *n, int depth)
 
 static bool krec__ready(struct port *p, int depth)
 {
-	struct pollfd pfd = { .fd = p->obj.fd, .events = POLLIN };
 	struct krec *n;
 
 	if (port_prune(p))
@@ -360,27 +526,39 @@ static bool krec__ready(struct port *p, int depth)
 	}
 	/* What is left readable is kernel fds, held instances (or a ring
 	 * that just came). */
-	return poll(&pfd, 1, 0) > 0;
+	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
 }
 
 /* The instance is being released, its kernel epoll closed: free its records
- * and stop counting it as a holder of the instances it held. */
+ * and stop counting it as a holder of the instances it held.  One record
+ * at a time under mtx (FORK in obj.c: a child finishing the release sees
+ * each record either still counted or gone). */
 void krec_release(struct port *p)
 {
-	while (p->krecs) {
-		struct krec *n = p->krecs;
-		struct port *in = atomic_load(&n->inner);
+	for (;;) {
+		struct uobj *io = NULL;
+		struct krec *n;
+		struct port *in;
 
+		lock_take(&p->mtx);
+		n = p->krecs;
+		if (!n) {
+			lock_drop(&p->mtx);
+			return;
+		}
+		in = atomic_load(&n->inner);
 		/* The kernel drops our registration in it with our epoll. */
 		if (in) {
-			struct uobj *io = fdtab_get(atomic_load(&n->fd));
-
+			io = fdtab_get(atomic_load(&n->fd));
 			if (io == &in->obj && krec__is(n, in))
 				krec__set_watched(in, -1);
-			if (io)
-				uobj_put(io);
 		}
 		p->krecs = n->next;
+		lock_drop(&p->mtx);
+		/* Outside mtx: this may be the inner's last reference, and its
+		 * release takes its own mtx (no path holds two). */
+		if (io)
+			uobj_put(io);
 		free(n);
 	}
 }

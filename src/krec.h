@@ -12,13 +12,16 @@
  * A registration in our kernel epoll that a harvest must recognise: a uepoll
  * instance added to this one (inner != NULL), or a kernel fd added with
  * EPOLLROUNDROBIN (rr_events != 0) or EPOLLURGENT (urgent).  It is
- * registered with this record's address as data: a harvest recognises its
- * events, reports the user's data, and checks that a nested instance really
- * has something (as the kernel's poll of an epoll does) or moves the
- * round-robin registration to the back of the fd's wait queue.  Records
- * are only ever appended to port->krecs and freed with the port, so a
- * harvest can walk the list without a lock; a free record (inner == NULL,
- * fd == -1) is reused.
+ * registered with the record's address and its tag as data (krec__data):
+ * a harvest recognises its events, reports the user's data, and checks that
+ * a nested instance really has something (as the kernel's poll of an epoll
+ * does) or moves the round-robin registration to the back of the fd's wait
+ * queue.  Records are only ever appended to port->krecs and freed with the
+ * port, so a harvest can walk the list without a lock; a free record
+ * (inner == NULL, fd == -1) is reused.  The tag changes whenever the
+ * registration a record stands for changes (ADD, MOD, DEL): an event the
+ * kernel gave for an earlier one is dropped, never translated with another
+ * registration's data (DATA in krec.c).
  */
 struct krec {
 	struct krec *next; /* immutable once published */
@@ -33,7 +36,14 @@ struct krec {
 	_Atomic bool urgent;	    /* registered with EPOLLURGENT */
 	_Atomic uint32_t kevents;   /* a kernel fd's events, as the kernel has
 				     * them (for poll() in a blind doze) */
+	_Atomic uint32_t tag;	    /* DATA in krec.c; the holder's mtx */
+	/* An edge-triggered round-robin registration took an event: its move
+	 * to the back of the line waits until the fd is drained (RR-ET). */
+	_Atomic bool rr_owed;
 };
+
+/* What krec_of found for an event's data. */
+#define KREC_STALE ((struct krec *)1)
 
 /* ctl of a kernel fd when records are involved (EPOLLROUNDROBIN or
  * EPOLLURGENT asked, or the instance has fd records); the kernel answers. */
@@ -41,10 +51,26 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);
 /* ctl of a uepoll instance (inner) in p; the kernel answers. */
 int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev);
-/* A harvest took an event of a round-robin registration: requeue it. */
-void krec_rr_rotate(struct port *p, struct krec *n);
-/* The live record of p whose address is data (an event's), or NULL. */
-struct krec *krec_of(struct port *p, uint64_t data);
+/*
+ * Translate an event the kernel epoll of p returned (DATA in krec.c):
+ * NULL if its data is not a record's (the user's own data: leave it),
+ * KREC_STALE if it is a record's but was given for a registration that has
+ * changed since (drop the event), else the record, with its user data and
+ * flags in *out as they were when the event's registration was made.
+ */
+struct krec_view {
+	uint64_t data;
+	bool nested, urgent;
+	uint32_t rr_events;
+};
+struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out);
+/* A harvest took an event of a round-robin registration: move it to the
+ * back of its fd's line now (level-triggered), or once it is drained
+ * (edge-triggered: RR-ET). */
+void krec_rr_took(struct port *p, struct krec *n);
+/* Owed moves of edge-triggered round-robin registrations whose fds are
+ * drained now (a wait calls it first when port->rr_owed says so). */
+void krec_rr_settle(struct port *p);
 /* Does the nested instance of record n really have something? (depth: of
  * the nesting, bounds the recursion) */
 bool krec_nest_ready(struct krec *n, int depth);

@@ -1,60 +1,104 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * obj.c - reference counts and type-stable pools for uepoll objects.
+ * obj.c - reference counts, type-stable pools and fork for uepoll objects.
+ *
+ * LIVE LIST.  An object is on obj__live from the end of its creation
+ * (uobj_live, before it is published) to the end of its release
+ * (uobj_free), under obj__lock.  Its locks are initialised before it joins
+ * and never destroyed (the memory is type-stable), so whatever else happens
+ * to it meanwhile, the fork handlers may take them.
+ *
+ * FORK.  A child has only the thread that called fork(), and a copy of
+ * memory as the other threads left it: a lock one of them held stays held
+ * for ever in the child, a structure one of them was changing under a lock
+ * is half-changed.  So the prepare handler closes the fork gate (lock.c,
+ * GATE) and waits until no other thread holds, or is taking, any lock of
+ * the library; then it takes the timer's lock (its thread takes it outside
+ * the gate).  The parent and child handlers open the gate again.  What the
+ * other threads were doing *without* a lock is repaired in the child (each
+ * type's fork_child): an item a producer was linking into a wait-free
+ * ready queue, waiters counted as sleeping, a FIFO line of threads that do
+ * not exist, owed work queued on their lists, a timer run in progress.
+ * Then every object's count is recomputed: the fd table's reference and
+ * what fork_child reports, since every other reference was held by a call
+ * of a thread that is gone.  Objects left with none (closed while a call
+ * was in flight, or being released at that moment) are closed and
+ * released in the child, which closes their private fds there.  The
+ * parent pays the gate (the lock hold times of the threads inside then);
+ * the child repairs every live object (docs/benchmarks.md, fork).
  */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eventfd.h"
+#include "fdtab.h"
+#include "lock.h"
 #include "obj.h"
 #include "port.h"
+#include "timer.h"
+
+#define OBJ__NTYPES 3
+
+static const struct uobj_ops *const obj__ops[OBJ__NTYPES] = {
+	[UOBJ_EVENTFD] = &uefd_ops,
+	[UOBJ_PORT] = &port_ops,
+};
 
 struct obj__pool {
 	pthread_mutex_t lock;
 	struct uobj *free;
-	size_t size;
-	void (*release)(struct uobj *o);
 };
 
-static struct obj__pool obj__pools[3] = {
-	[UOBJ_EVENTFD] = { PTHREAD_MUTEX_INITIALIZER, NULL,
-			   sizeof(struct uefd), uefd_release },
-	[UOBJ_PORT] = { PTHREAD_MUTEX_INITIALIZER, NULL, sizeof(struct port),
-			port_release },
+static struct obj__pool obj__pools[OBJ__NTYPES] = {
+	[UOBJ_EVENTFD] = { PTHREAD_MUTEX_INITIALIZER, NULL },
+	[UOBJ_PORT] = { PTHREAD_MUTEX_INITIALIZER, NULL },
 };
+
+static pthread_mutex_t obj__lock = PTHREAD_MUTEX_INITIALIZER;
+static struct list obj__live = { &obj__live, &obj__live };
 
 struct uobj *uobj_alloc(int type)
 {
 	struct obj__pool *p = &obj__pools[type];
+	size_t size = obj__ops[type]->size;
 	struct uobj *o;
 
-	pthread_mutex_lock(&p->lock);
+	lock_take(&p->lock);
 	o = p->free;
 	if (o)
 		p->free = o->pool_next;
-	pthread_mutex_unlock(&p->lock);
+	lock_drop(&p->lock);
 
 	if (!o) {
 		o = aligned_alloc(UEPOLL_CACHELINE,
-				  (p->size + UEPOLL_CACHELINE - 1) &
+				  (size + UEPOLL_CACHELINE - 1) &
 					  ~(size_t)(UEPOLL_CACHELINE - 1));
 		if (!o)
 			return NULL;
-		memset(o, 0, p->size);
+		memset(o, 0, size);
 		o->type = type;
 	} else {
 		/* Everything but the header fields a racy fdtab_get() may read
 		 * (refs, type) is reset; refs is 0 here and stays so until the
 		 * release store below publishes the new incarnation. */
 		memset((char *)o + sizeof(struct uobj), 0,
-		       p->size - sizeof(struct uobj));
+		       size - sizeof(struct uobj));
 	}
 	o->fd = -1;
-	atomic_store_explicit(&o->fd_lost, false, memory_order_relaxed);
+	o->kfd = -1;
+	o->on_live = false;
 	o->pool_next = NULL;
 	atomic_store_explicit(&o->refs, 1, memory_order_release);
 	return o;
+}
+
+void uobj_live(struct uobj *o)
+{
+	lock_take(&obj__lock);
+	list_add_tail(&obj__live, &o->live);
+	o->on_live = true;
+	lock_drop(&obj__lock);
 }
 
 bool uobj_tryget(struct uobj *o)
@@ -78,7 +122,7 @@ void uobj_get(struct uobj *o)
 void uobj_put(struct uobj *o)
 {
 	if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
-		obj__pools[o->type].release(o);
+		obj__ops[o->type]->release(o);
 }
 
 void uobj_free(struct uobj *o)
@@ -87,17 +131,96 @@ void uobj_free(struct uobj *o)
 
 	/* An object freed before it was ever published still has refs == 1. */
 	atomic_store_explicit(&o->refs, 0, memory_order_release);
-	pthread_mutex_lock(&p->lock);
+	/* Off the live list and into the pool as one step for fork (obj__lock
+	 * nests outside the pool locks, as in obj__prepare). */
+	lock_take(&obj__lock);
+	if (o->on_live) {
+		list_del(&o->live);
+		o->on_live = false;
+	}
+	lock_take(&p->lock);
 	o->pool_next = p->free;
 	p->free = o;
-	pthread_mutex_unlock(&p->lock);
+	lock_drop(&p->lock);
+	lock_drop(&obj__lock);
 }
 
 void uobj_close(struct uobj *o)
 {
-	/* A closed ueventfd leaves every instance watching it.  An instance
-	 * needs nothing: its items go with its last reference, as the kernel
-	 * keeps an epoll alive while a thread still waits on it. */
-	if (o->type == UOBJ_EVENTFD)
-		uefd_close((struct uefd *)o);
+	obj__ops[o->type]->close(o);
+}
+
+/* ---- FORK -------------------------------------------------------------- */
+
+#define obj__each(o, l) \
+	for ((l) = obj__live.next; \
+	     (l) != &obj__live && ((o) = container_of((l), struct uobj, live)); \
+	     (l) = (l)->next)
+
+/* The gate (lock.c) keeps every other thread out of the library's locks;
+ * the timer's lock, which its thread takes outside the gate, is taken
+ * after. */
+static void obj__prepare(void)
+{
+	lock_fork_prepare();
+	timer_fork_prepare();
+}
+
+static void obj__parent(void)
+{
+	timer_fork_parent();
+	lock_fork_parent();
+}
+
+static void obj__child(void)
+{
+	struct list *l, *next, dead;
+	struct uobj *o;
+
+	timer_fork_child();
+	lock_fork_child();
+	/* The child's references: the table's, and what the types report.
+	 * Instances first: a ueventfd's repair may ring them. */
+	for (int t = UOBJ_PORT; t >= UOBJ_EVENTFD; t--)
+		obj__each(o, l) {
+			if (o->type != t)
+				continue;
+			int refs = obj__ops[t]->fork_child(o) +
+				   (fdtab_peek(o->fd) == o);
+
+			if (atomic_load_explicit(&o->refs,
+						 memory_order_relaxed) != refs)
+				atomic_store_explicit(&o->refs, refs,
+						      memory_order_relaxed);
+		}
+	/* Close, then release, the ones no number leads to any more: what a
+	 * thread of the parent was using after its close, or releasing.
+	 * Instances first: their release unlinks their items from every
+	 * ueventfd, so that a ueventfd's close then finds only the items of
+	 * instances that live on. */
+	for (int t = UOBJ_PORT; t >= UOBJ_EVENTFD; t--) {
+		list_init(&dead);
+		for (l = obj__live.next; l != &obj__live; l = next) {
+			next = l->next;
+			o = container_of(l, struct uobj, live);
+			if (o->type != t ||
+			    atomic_load_explicit(&o->refs, memory_order_relaxed))
+				continue;
+			list_del(&o->live);
+			list_add_tail(&dead, &o->live);
+		}
+		while (!list_empty(&dead)) {
+			o = container_of(dead.next, struct uobj, live);
+			list_del(&o->live);
+			/* Back on the live list: uobj_free unlinks it. */
+			list_add_tail(&obj__live, &o->live);
+			obj__ops[t]->close(o);
+			obj__ops[t]->release(o);
+		}
+	}
+}
+
+__attribute__((constructor)) static void obj__setup(void)
+{
+	pthread_atfork(obj__prepare, obj__parent, obj__child);
 }

@@ -26,13 +26,17 @@
  *                  writes of item->events (readyq.c).  With the wait-free
  *                  queue (the default) producers never take it.
  * The signal path takes wq->lock (then rq->lock for a locked queue only);
- * harvesting takes rq->lock only (and, apart from it, port->mtx to rotate a
- * round-robin kernel registration whose event it took: wait.c).  An item is retired only with port->mtx
- * held and after it has been unlinked from the wait queue (under wq->lock),
- * so no signaler can still reach it; rq_retire frees it at once or, if it
- * is queued, leaves it to the harvest that dequeues it (readyq.c).  A closing
- * source, which must take port->mtx while it finds items through its wait
- * queue, drops wq->lock first and re-finds the item (port_drop_source).
+ * harvesting takes rq->lock only (and, apart from it, port->mtx to move a
+ * round-robin kernel registration whose event it took: wait.c, krec.c).  An
+ * item is retired only with port->mtx held and after it has been unlinked
+ * from the wait queue (under wq->lock), so no signaler can still reach it;
+ * rq_retire frees it at once or, if it is queued, leaves it to the harvest
+ * that dequeues it (readyq.c), which frees it under rq->lock alone.  A
+ * closing source, which must take port->mtx while it finds items through
+ * its wait queue, drops wq->lock first and re-finds the item
+ * (port_drop_source).  Every lock goes through lock_take/lock_drop
+ * (lock.h: a signal handler's ueventfd write never waits for its own
+ * thread, and a fork waits until no thread holds one).
  *
  * DOORBELL (no lost wakeup).  db_set == 1 means the doorbell has been rung
  * and its event not yet taken by a waiter.
@@ -80,6 +84,7 @@
 #include "eventfd.h"
 #include "fdtab.h"
 #include "krec.h"
+#include "lock.h"
 #include "port.h"
 #include "sys.h"
 
@@ -165,45 +170,50 @@ static _Atomic uint64_t port__gens;
 int port_create(int flags, unsigned int uflags)
 {
 	struct epoll_event dbev = { .events = EPOLLIN | EPOLLET };
-	pthread_mutexattr_t a;
 	struct uobj *o, *old;
 	struct port *p;
-	int kfd, r;
+	int fd, r;
 	bool ok;
 
 	o = uobj_alloc(UOBJ_PORT);
 	if (!o)
 		return -ENOMEM;
 	p = (struct port *)o;
-	kfd = sys_epoll_create1(flags);
-	if (kfd < 0) {
-		r = kfd;
-		goto err_free;
+	p->dbfd = -1;
+	fd = sys_epoll_create1(flags);
+	if (fd < 0) {
+		uobj_free(o);
+		return fd;
+	}
+	o->kfd = sys_dup_private(fd);
+	if (o->kfd < 0) {
+		r = o->kfd;
+		goto err;
 	}
 	p->dbfd = sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->dbfd < 0) {
 		r = p->dbfd;
-		goto err_kfd;
+		goto err;
 	}
 	dbev.data.u64 = (uint64_t)(uintptr_t)p;
-	r = sys_epoll_ctl(kfd, EPOLL_CTL_ADD, p->dbfd, &dbev);
+	r = sys_epoll_ctl(o->kfd, EPOLL_CTL_ADD, p->dbfd, &dbev);
 	if (r < 0)
-		goto err_db;
-	o->fd = kfd;
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&p->mtx, &a);
-	pthread_mutex_init(&p->wlock, NULL);
-	pthread_mutexattr_destroy(&a);
+		goto err;
+	/* Locks are set up once per incarnation and never destroyed (obj.h:
+	 * the fork handlers may take them while the object is live). */
+	lock_init(&p->mtx);
+	lock_init(&p->wlock);
 	list_init(&p->items);
 	atomic_init(&p->nkernel, 0);
-	atomic_init(&p->flip, 0);
+	atomic_init(&p->side, 0);
+	atomic_init(&p->kfull, false);
 	atomic_init(&p->db_set, 0);
 	atomic_init(&p->sleepers, 0);
 	atomic_init(&p->watched, 0);
 	atomic_init(&p->db_lt, false);
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nfdrec, 0);
+	atomic_init(&p->rr_owed, 0);
 	atomic_init(&p->dozers, 0);
 	atomic_init(&p->bwant, 0);
 	atomic_init(&p->bseq, 0);
@@ -217,27 +227,28 @@ int port_create(int flags, unsigned int uflags)
 	rq_init(&p->rq, port__queue_kind(uflags));
 	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
 	spin_init(&p->spin, uflags & UEPOLL_NOSPIN);
+	o->fd = fd;
+	uobj_live(o);
 
-	old = fdtab_set(kfd, o, &ok);
+	old = fdtab_set(fd, o, &ok);
 	if (!ok) {
-		rq_destroy(&p->rq);
-		turn_destroy(&p->turn);
-		pthread_mutex_destroy(&p->mtx);
-		pthread_mutex_destroy(&p->wlock);
-		r = -ENOMEM;
-		goto err_db;
+		sys_close(fd);
+		o->fd = -1;
+		port_ops.release(o);
+		return -ENOMEM;
 	}
 	if (old) {
 		uobj_close(old);
 		uobj_put(old);
 	}
-	return kfd;
+	return fd;
 
-err_db:
-	sys_close(p->dbfd);
-err_kfd:
-	sys_close(kfd);
-err_free:
+err:
+	if (p->dbfd >= 0)
+		sys_close(p->dbfd);
+	if (o->kfd >= 0)
+		sys_close(o->kfd);
+	sys_close(fd);
 	uobj_free(o);
 	return r;
 }
@@ -342,11 +353,11 @@ static int port__mod_user(struct port *p, struct wq *q, uint32_t events,
 {
 	struct item *it;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	it = wq_find(q, p);
 	if (!it || (atomic_load_explicit(&it->events, memory_order_relaxed) &
 		    EPOLLEXCLUSIVE)) {
-		pthread_mutex_unlock(&q->lock);
+		lock_drop(&q->lock);
 		return it ? -EINVAL : -ENOENT;
 	}
 	rq_update(&p->rq, it, events, data);
@@ -355,7 +366,7 @@ static int port__mod_user(struct port *p, struct wq *q, uint32_t events,
 	wq_count(q, it, events);
 	port_revalidate(p);
 	port__queue_if_ready(p, it, events);
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 	return 0;
 }
 
@@ -383,20 +394,20 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 	if (op == EPOLL_CTL_MOD)
 		return port__mod_user(p, q, events, ev->data.u64);
 
-	pthread_mutex_lock(&p->mtx);
-	pthread_mutex_lock(&q->lock);
+	lock_take(&p->mtx);
+	lock_take(&q->lock);
 	it = wq_find(q, p);
 	switch (op) {
 	case EPOLL_CTL_ADD:
 		if (it || q->dead) {
-			pthread_mutex_unlock(&q->lock);
-			pthread_mutex_unlock(&p->mtx);
+			lock_drop(&q->lock);
+			lock_drop(&p->mtx);
 			return it ? -EEXIST : -EBADF;
 		}
 		it = item_alloc();
 		if (!it) {
-			pthread_mutex_unlock(&q->lock);
-			pthread_mutex_unlock(&p->mtx);
+			lock_drop(&q->lock);
+			lock_drop(&p->mtx);
 			return -ENOMEM;
 		}
 		list_init(&it->rdlink);
@@ -406,23 +417,23 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 		it->port = p;
 		wq_link(q, it);
 		list_add_tail(&p->items, &it->portlink);
-		pthread_mutex_unlock(&q->lock);
+		lock_drop(&q->lock);
 		break;
 	default: /* EPOLL_CTL_DEL */
 		if (it)
 			wq_unlink(q, it);
-		pthread_mutex_unlock(&q->lock);
+		lock_drop(&q->lock);
 		if (!it) {
-			pthread_mutex_unlock(&p->mtx);
+			lock_drop(&p->mtx);
 			return -ENOENT;
 		}
 		port__free_item(p, it);
 		port_revalidate(p);
-		pthread_mutex_unlock(&p->mtx);
+		lock_drop(&p->mtx);
 		return 0;
 	}
 	port__queue_if_ready(p, it, events);
-	pthread_mutex_unlock(&p->mtx);
+	lock_drop(&p->mtx);
 	return 0;
 }
 
@@ -460,7 +471,7 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	    atomic_load_explicit(&p->nfdrec, memory_order_relaxed))
 		return krec_ctl_fd(p, op, fd, ev);
 	/* Kernel fds: the kernel decides everything, errno included. */
-	r = sys_epoll_ctl(p->obj.fd, op, fd, ev);
+	r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
 	if (r == 0 && op == EPOLL_CTL_ADD)
 		atomic_fetch_add(&p->nkernel, 1);
 	else if (r == 0 && op == EPOLL_CTL_DEL)
@@ -514,9 +525,9 @@ void port_drop_source(struct wq *q)
 	struct port *p;
 
 	for (;;) {
-		pthread_mutex_lock(&q->lock);
+		lock_take(&q->lock);
 		if (list_empty(&q->head)) {
-			pthread_mutex_unlock(&q->lock);
+			lock_drop(&q->lock);
 			return;
 		}
 		it = container_of(q->head.next, struct item, wqlink);
@@ -524,50 +535,89 @@ void port_drop_source(struct wq *q)
 		if (!uobj_tryget(&p->obj)) {
 			/* The port is being released; its release unlinks
 			 * this item under q->lock. */
-			pthread_mutex_unlock(&q->lock);
+			lock_drop(&q->lock);
 			sched_yield();
 			continue;
 		}
-		pthread_mutex_unlock(&q->lock);
+		lock_drop(&q->lock);
 
-		pthread_mutex_lock(&p->mtx);
-		pthread_mutex_lock(&q->lock);
+		lock_take(&p->mtx);
+		lock_take(&q->lock);
 		it = wq_find(q, p);
 		if (it)
 			wq_unlink(q, it);
-		pthread_mutex_unlock(&q->lock);
+		lock_drop(&q->lock);
 		if (it) {
 			port__free_item(p, it);
 			port_revalidate(p);
 		}
-		pthread_mutex_unlock(&p->mtx);
+		lock_drop(&p->mtx);
 		uobj_put(&p->obj);
 	}
 }
 
-void port_release(struct uobj *o)
+/* The last reference is gone.  Idempotent up to uobj_free (FORK in
+ * obj.c): items are unlinked one at a time and the fds closed and
+ * forgotten under mtx, so that a forked child finishes what is left. */
+static void port__release(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
-	pthread_mutex_lock(&p->mtx);
+	lock_take(&p->mtx);
 	while (!list_empty(&p->items)) {
 		struct item *it = container_of(p->items.next, struct item,
 					       portlink);
 		struct wq *q = &((struct uefd *)it->src)->wq;
 
-		pthread_mutex_lock(&q->lock);
+		lock_take(&q->lock);
 		wq_unlink(q, it);
-		pthread_mutex_unlock(&q->lock);
+		lock_drop(&q->lock);
 		port__free_item(p, it);
 	}
-	pthread_mutex_unlock(&p->mtx);
-	sys_close(p->dbfd);
-	if (!atomic_load_explicit(&o->fd_lost, memory_order_relaxed))
-		sys_close(o->fd);
+	if (p->dbfd >= 0)
+		sys_close(p->dbfd);
+	p->dbfd = -1;
+	if (o->kfd >= 0)
+		sys_close(o->kfd);
+	o->kfd = -1;
+	lock_drop(&p->mtx);
 	rq_destroy(&p->rq); /* frees items retired while queued */
 	krec_release(p);
-	pthread_mutex_destroy(&p->mtx);
-	pthread_mutex_destroy(&p->wlock);
-	turn_destroy(&p->turn);
 	uobj_free(o);
 }
+
+/* An instance needs nothing when it leaves the fd table: its items go with
+ * its last reference, as the kernel keeps an epoll alive while a thread
+ * still waits on it. */
+static void port__close(struct uobj *o)
+{
+	(void)o;
+}
+
+/* FORK (obj.c), in the child: no thread waits, dozes or spins here any
+ * more (the counts that say so go to 0, the FIFO line goes, closing the
+ * eventfds its followers slept on), and the ready queue is rebuilt from the
+ * instance's items, since a producer may have been half-way through linking
+ * one, and a batching wait may have held some on its private list. */
+static int port__fork_child(struct uobj *o)
+{
+	struct port *p = (struct port *)o;
+
+	/* Each store only where the value is not already right: a page the
+	 * child only reads stays shared with the parent (no copy). */
+	obj_fork_zero(&p->sleepers);
+	obj_fork_zero(&p->dozers);
+	obj_fork_zero(&p->bwant);
+	obj_fork_zero(&p->db_set);
+	spin_fork_child(&p->spin);
+	turn_fork_child(&p->turn);
+	rq_fork_child(&p->rq, &p->items);
+	return 0;
+}
+
+const struct uobj_ops port_ops = {
+	.size = sizeof(struct port),
+	.close = port__close,
+	.release = port__release,
+	.fork_child = port__fork_child,
+};

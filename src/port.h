@@ -18,7 +18,9 @@
 struct krec; /* krec.h */
 
 struct port {
-	struct uobj obj; /* obj.fd: the instance's kernel epoll, its public fd */
+	/* obj.fd: the instance's kernel epoll, its public number; obj.kfd
+	 * the private duplicate every call of the library uses (obj.h). */
+	struct uobj obj;
 	/* Private eventfd in the kernel epoll (EPOLLIN|EPOLLET, data = the
 	 * port's address): written to wake the instance's sleepers and make
 	 * the public fd readable when userspace items are ready. */
@@ -44,14 +46,20 @@ struct port {
 	/* Kernel fd registrations with a record among krecs (round-robin or
 	 * urgent): while > 0, ctl of kernel fds looks for their records. */
 	_Atomic int nfdrec;
+	/* Edge-triggered round-robin registrations whose move to the back of
+	 * their fd's wait queue is owed (krec_rr_settle). */
+	_Atomic int rr_owed;
 	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
 	 * by a holder that found this object through its fd and address. */
 	_Atomic uint64_t gen;
 	/* Nested instances and round-robin kernel fds (append-only list, see
 	 * struct krec). */
 	_Atomic(struct krec *) krecs;
-	/* Fairness toggle between the userspace and the kernel ready lists. */
-	_Atomic unsigned flip;
+	/* Whose turn it is, the kernel epoll's or the ready queue's, and
+	 * whether the kernel's last turn filled its slots (FAIRNESS in
+	 * wait.c; hints, relaxed). */
+	_Atomic unsigned char side;
+	_Atomic bool kfull;
 	/* Which of the instance's waiting threads takes a wakeup (turn.c). */
 	struct turn turn;
 	/* The batching policy (struct uepoll_batch, batch.c), written under
@@ -113,7 +121,7 @@ void port_clear_db(struct port *p);
 bool port_prune(struct port *p);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
-void port_release(struct uobj *o);
+extern const struct uobj_ops port_ops;
 /* The batching policy (UEPOLL_CTL_MIN_WAIT, uepoll_batch): set (if set) and
  * return the old one in *old (if old); -EINVAL for bad values. */
 struct uepoll_batch;

@@ -48,6 +48,7 @@
 #include <sched.h>
 #include <stdlib.h>
 
+#include "lock.h"
 #include "readyq.h"
 #include "uepoll.h"
 
@@ -118,13 +119,8 @@ static RQ__NOINLINE void rq__raw_unhold(struct readyq *q, struct rq_batch *b)
 
 void rq_init(struct readyq *q, int kind)
 {
-	pthread_mutexattr_t a;
-
 	q->kind = kind;
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&q->lock, &a);
-	pthread_mutexattr_destroy(&a);
+	lock_init(&q->lock);
 	list_init(&q->head);
 	atomic_init(&q->count, 0);
 	atomic_init(&q->txbusy, false);
@@ -136,6 +132,9 @@ void rq_destroy(struct readyq *q)
 {
 	struct item *it;
 
+	/* Under the lock only for fork (FORK in obj.c): a child sees the
+	 * queue as it was before or after each item's removal. */
+	lock_take(&q->lock);
 	if (q->kind == RQ_WFCQ) {
 		/* Every item left is DEAD: its owner retired it. */
 		do {
@@ -145,7 +144,7 @@ void rq_destroy(struct readyq *q)
 		} while (!rq__raw_empty(&q->whead, &q->wtail) ||
 			 !rq__raw_empty(&q->txhead, &q->txtail));
 	}
-	pthread_mutex_destroy(&q->lock);
+	lock_drop(&q->lock);
 }
 
 static bool rq__claim(struct item *it)
@@ -164,6 +163,43 @@ static void rq__link_locked(struct readyq *q, struct item *it)
 	atomic_fetch_add(&q->count, 1);
 }
 
+void rq_fork_child(struct readyq *q, struct list *items)
+{
+	bool queued = false;
+	struct list *l;
+
+	/* An instance with nothing queued and an empty queue is left alone,
+	 * unwritten (its pages stay shared with the parent). */
+	list_for_each(l, items)
+		if (atomic_load(&container_of(l, struct item, portlink)->state) ==
+		    ITEM_QUEUED)
+			queued = true;
+	if (!queued && q->round_left == 0 &&
+	    (q->kind == RQ_WFCQ
+		     ? !atomic_load(&q->txbusy) &&
+			       rq__raw_empty(&q->whead, &q->wtail) &&
+			       rq__raw_empty(&q->txhead, &q->txtail)
+		     : list_empty(&q->head) && !atomic_load(&q->count)))
+		return;
+	list_init(&q->head);
+	atomic_store(&q->count, 0);
+	q->round_left = 0;
+	rq__raw_init(&q->txhead, &q->txtail);
+	rq__raw_init(&q->whead, &q->wtail);
+	atomic_store(&q->txbusy, false);
+	list_for_each(l, items) {
+		struct item *it = container_of(l, struct item, portlink);
+
+		if (atomic_load(&it->state) != ITEM_QUEUED)
+			continue;
+		it->held = false;
+		if (q->kind == RQ_WFCQ)
+			rq__raw_enqueue(q, it);
+		else
+			rq__link_locked(q, it);
+	}
+}
+
 bool rq_enqueue(struct readyq *q, struct item *it)
 {
 	bool added;
@@ -178,28 +214,28 @@ bool rq_enqueue(struct readyq *q, struct item *it)
 		rq__raw_enqueue(q, it);
 		return true;
 	}
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	added = rq__claim(it);
 	if (added)
 		rq__link_locked(q, it);
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 	return added;
 }
 
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	       uint64_t data)
 {
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	atomic_store_explicit(&it->events, events, memory_order_relaxed);
 	it->data = data;
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 }
 
 void rq_retire(struct readyq *q, struct item *it)
 {
 	bool now = true;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	if (atomic_load(&it->state) == ITEM_QUEUED) {
 		if (q->kind == RQ_WFCQ) {
 			atomic_store(&it->state, ITEM_DEAD);
@@ -212,7 +248,7 @@ void rq_retire(struct readyq *q, struct item *it)
 				atomic_fetch_sub(&q->count, 1);
 		}
 	}
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 	if (now)
 		free(it);
 }
@@ -270,18 +306,64 @@ static bool rq__seen(const struct item *it, const struct rq_batch *b)
 		     (b->ndelivered > 0 && (int32_t)(it->batch - b->gen) > 0));
 }
 
-static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
-			    int max, struct rq_batch *b)
+/* The consumers' batch, counted up to the first link not stored yet. */
+static RQ__NOINLINE unsigned rq__raw_tx_len(struct readyq *q)
 {
+	struct cds_wfcq_node *n =
+		__cds_wfcq_first_nonblocking(&q->txhead, &q->txtail);
+	unsigned len = 0;
+
+	while (n && n != CDS_WFCQ_WOULDBLOCK) {
+		len++;
+		n = __cds_wfcq_next_nonblocking(&q->txhead, &q->txtail, n);
+	}
+	return len;
+}
+
+/*
+ * How many items a harvest may take (lock held), by ROUNDS.  Without ps:
+ * all of them (the caller's snapshot, wfcq: after its splice).  With ps:
+ * what is left of the round; a round that is used up is followed by the
+ * next, made of the items queued before this wait's first harvest (its
+ * snapshot: ps->budget for the locked queue; for wfcq, what that harvest
+ * spliced), never of what this wait put back.
+ */
+static unsigned rq__round(struct readyq *q, struct rq_pass *ps,
+			  unsigned avail)
+{
+	if (!ps)
+		return avail;
+	if (q->round_left == 0 || q->round_left > avail)
+		q->round_left = avail;
+	return q->round_left;
+}
+
+static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
+			    int max, struct rq_batch *b, struct rq_pass *ps)
+{
+	unsigned budget, left;
 	struct item *it;
 	bool requeue;
 	int n = 0, r;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	/* The batch is what was queued when we started; level-triggered
-	 * re-queues go to the shared queue, behind it. */
-	rq__raw_splice(q);
-	while (n < max && (it = rq__raw_dequeue(q))) {
+	 * re-queues go to the shared queue, behind it.  A wait splices once
+	 * (ROUNDS). */
+	if (!ps || !ps->started)
+		rq__raw_splice(q);
+	/* A new round: what the batch holds now (the walk is paid once per
+	 * round, by the items it then delivers). */
+	if (ps && q->round_left == 0)
+		q->round_left = rq__raw_tx_len(q);
+	budget = ps ? q->round_left : UINT32_MAX;
+	left = budget;
+	if (ps)
+		ps->started = true;
+	/* (A link not stored yet ends the loop with the round's count above
+	 * what is reachable: the next harvest goes on.) */
+	while (n < max && left > 0 && (it = rq__raw_dequeue(q))) {
+		left--;
 		/* acquire: pairs with the enqueuer's CAS. */
 		if (atomic_load_explicit(&it->state, memory_order_acquire) ==
 		    ITEM_DEAD) {
@@ -311,23 +393,45 @@ static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
 		n += r;
 	}
 	atomic_store(&q->txbusy, !rq__raw_empty(&q->txhead, &q->txtail));
-	pthread_mutex_unlock(&q->lock);
+	if (ps) {
+		q->round_left -= budget - left;
+		if (!atomic_load_explicit(&q->txbusy, memory_order_relaxed))
+			q->round_left = 0; /* nothing left (retired, pruned) */
+		ps->round_end = q->round_left == 0;
+	} else {
+		q->round_left = 0;
+	}
+	lock_drop(&q->lock);
 	return n;
 }
 
 static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
-			      int max, struct rq_batch *b)
+			      int max, struct rq_batch *b, struct rq_pass *ps)
 {
-	struct item *it;
 	unsigned budget;
+	struct item *it;
 	bool requeue;
 	int n = 0, r;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	/* Only the items queued now: level-triggered re-queues go behind
-	 * them and wait for the next call, as in the kernel. */
-	budget = atomic_load_explicit(&q->count, memory_order_relaxed);
-	while (n < max && budget-- > 0) {
+	 * them and wait for the next call, as in the kernel.  ROUNDS: only
+	 * what is left of the round, within this wait's snapshot. */
+	if (ps && !ps->started) {
+		ps->started = true;
+		ps->budget = atomic_load_explicit(&q->count,
+						  memory_order_relaxed);
+	}
+	budget = rq__round(q, ps,
+			   ps ? ps->budget
+			      : atomic_load_explicit(&q->count,
+						     memory_order_relaxed));
+	while (n < max && budget > 0) {
+		budget--;
+		if (ps) {
+			q->round_left--;
+			ps->budget--;
+		}
 		it = container_of(q->head.next, struct item, rdlink);
 		list_del(&it->rdlink);
 		atomic_fetch_sub(&q->count, 1);
@@ -358,7 +462,11 @@ static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
 		}
 		n += r;
 	}
-	pthread_mutex_unlock(&q->lock);
+	if (ps)
+		ps->round_end = q->round_left == 0;
+	else
+		q->round_left = 0;
+	lock_drop(&q->lock);
 	return n;
 }
 
@@ -379,7 +487,7 @@ bool rq_prune(struct readyq *q)
 
 	if (rq_empty(q))
 		return false;
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	if (q->kind == RQ_WFCQ) {
 		/* Keep the ready ones, in order, in a private queue; drop the
 		 * others the way a harvest does (IDLE before the poll, so a
@@ -419,13 +527,20 @@ bool rq_prune(struct readyq *q)
 			atomic_store(&it->state, ITEM_IDLE);
 		}
 	}
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 	return any;
 }
 
 int rq_harvest(struct readyq *q, struct epoll_event *evs, int max)
 {
-	return rq_harvest_batch(q, evs, max, NULL);
+	return rq_harvest_batch(q, evs, max, NULL, NULL);
+}
+
+void rq_pass_init(struct rq_pass *ps)
+{
+	ps->started = false;
+	ps->round_end = true;
+	ps->budget = 0;
 }
 
 void rq_batch_init(struct rq_batch *b, uint32_t gen)
@@ -439,13 +554,15 @@ void rq_batch_init(struct rq_batch *b, uint32_t gen)
 }
 
 int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
-		     struct rq_batch *b)
+		     struct rq_batch *b, struct rq_pass *ps)
 {
+	if (ps)
+		ps->round_end = true;
 	if (rq_empty(q))
 		return 0;
 	if (q->kind == RQ_WFCQ)
-		return rq__harvest_wfcq(q, evs, max, b);
-	return rq__harvest_locked(q, evs, max, b);
+		return rq__harvest_wfcq(q, evs, max, b, ps);
+	return rq__harvest_locked(q, evs, max, b, ps);
 }
 
 void rq_batch_end(struct readyq *q, struct rq_batch *b)
@@ -454,7 +571,7 @@ void rq_batch_end(struct readyq *q, struct rq_batch *b)
 
 	if (!b->nheld)
 		return;
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	if (q->kind == RQ_WFCQ) {
 		rq__raw_unhold(q, b);
 	} else {
@@ -466,5 +583,5 @@ void rq_batch_end(struct readyq *q, struct rq_batch *b)
 		}
 	}
 	b->nheld = 0;
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 }

@@ -47,6 +47,8 @@ struct readyq {
 	/* RQ_LOCKED list; its count (seq_cst, read by rq_empty). */
 	struct list head;
 	_Atomic unsigned count;
+	/* Items left in the current round (ROUNDS, below). */
+	unsigned round_left;
 	/* RQ_WFCQ: the consumers' private batch (leftovers of the last
 	 * harvest come first, as in the kernel), and whether it is non-empty
 	 * (seq_cst, read by rq_empty without the lock). */
@@ -71,6 +73,9 @@ _Static_assert(offsetof(struct readyq, whead) - offsetof(struct readyq, txbusy) 
 void rq_init(struct readyq *q, int kind);
 /* Frees the items still queued (all are ITEM_DEAD by then). */
 void rq_destroy(struct readyq *q);
+/* In a forked child (alone, lock free): rebuild the queue from the
+ * instance's items (portlink) that are ITEM_QUEUED, in list order. */
+void rq_fork_child(struct readyq *q, struct list *items);
 /* Queue it at the tail unless it is queued already; true if it was not. */
 bool rq_enqueue(struct readyq *q, struct item *it);
 /* Change an item's mask and data as one step against harvests. */
@@ -116,8 +121,27 @@ struct rq_batch {
 };
 
 void rq_batch_init(struct rq_batch *b, uint32_t gen);
+/*
+ * ROUNDS.  An instance that also watches kernel fds alternates whole rounds
+ * of its ready queue with the kernel's ready list (wait.c, FAIRNESS), as
+ * the kernel rotates one list.  A round is the items queued when it began;
+ * level-triggered items put back, and items queued since, wait for the
+ * next one.  A wait's harvests in round mode share an rq_pass: they take
+ * what is left of the round, and set round_end when it is used up; a
+ * later harvest of the same wait begins the next round with what was
+ * queued before the wait's first harvest (never what the wait itself put
+ * back: one registration is returned once per wait, as by the kernel).
+ * Without an rq_pass a harvest takes as many as max of what is queued.
+ * b: a batching wait's (or NULL).
+ */
+struct rq_pass {
+	bool started;	/* this wait has harvested (and made its snapshot) */
+	bool round_end;	/* out: the round is used up */
+	unsigned budget; /* RQ_LOCKED: what is left of the snapshot */
+};
+void rq_pass_init(struct rq_pass *ps);
 int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
-		     struct rq_batch *b);
+		     struct rq_batch *b, struct rq_pass *ps);
 void rq_batch_end(struct readyq *q, struct rq_batch *b);
 /* Would a harvest return an event now?  Drops queued items whose source is
  * not ready (as a harvest would) but delivers nothing: the kernel's poll of

@@ -51,5 +51,11 @@ static inline void spin_held(struct spin *s)
  */
 bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 	       int64_t deadline);
+/* In a forked child: nobody spins. */
+static inline void spin_fork_child(struct spin *s)
+{
+	if (atomic_load_explicit(&s->spinners, memory_order_relaxed))
+		atomic_store_explicit(&s->spinners, 0, memory_order_relaxed);
+}
 
 #endif

@@ -1,14 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * sys.c - thin wrappers over the kernel calls uepoll uses.  They exist so
- * that every other module sees one convention (-errno) and so that the
- * syscalls uepoll makes can be found in one place.
+ * sys.c - the kernel calls uepoll makes, in one place, with one convention
+ * (-errno).
+ *
+ * Why raw system calls.  libc's read, write, close, ppoll and epoll_pwait2
+ * are cancellation points: a thread with a cancel request pending is
+ * cancelled inside them.  uepoll makes most of its calls while it holds a
+ * lock or is half-way through a protocol step (the doorbell write under a
+ * source's wait-queue lock, the close of a private fd in a release), where
+ * a cancellation would leave a lock held for ever.  So every call that is
+ * not a sleep is made with syscall(2), which is no cancellation point, is
+ * async-signal-safe (a ueventfd write from a signal handler comes here) and
+ * does not go through a libc symbol that a preloaded library could wrap.
+ *
+ * The sleeps are the exception: the calls uepoll stands for (epoll_wait,
+ * read, write) are cancellation points, and a thread blocked in uepoll must
+ * be cancellable as it would be in the kernel.  They are made where no lock
+ * is held, through libc's own cancellable wrappers (which ThreadSanitizer
+ * also understands as blocking calls), or, for the futex, with asynchronous
+ * cancellation enabled only for the duration of the system call (what libc
+ * does inside its wrappers).  The callers register cleanup handlers around
+ * them (pthread_cleanup_push) that undo what the call had set up.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <poll.h>
+#include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -16,16 +34,25 @@
 #include "internal.h"
 #include "sys.h"
 
+static long sys__ret(long r)
+{
+	return r < 0 ? -errno : r;
+}
+
 int sys_epoll_create1(int flags)
 {
-	int r = epoll_create1(flags);
-
-	return r < 0 ? -errno : r;
+	return (int)sys__ret(syscall(SYS_epoll_create1, flags));
 }
 
 int sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	return epoll_ctl(epfd, op, fd, ev) < 0 ? -errno : 0;
+	return (int)sys__ret(syscall(SYS_epoll_ctl, epfd, op, fd, ev));
+}
+
+int sys_epoll_poll(int epfd, struct epoll_event *evs, int max)
+{
+	return (int)sys__ret(syscall(SYS_epoll_pwait, epfd, evs, max, 0, NULL,
+				     (size_t)(_NSIG / 8)));
 }
 
 static int sys__ms(const struct timespec *t)
@@ -39,12 +66,67 @@ static int sys__ms(const struct timespec *t)
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-int sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
-		   const struct timespec *timeout, const sigset_t *sigmask)
+/*
+ * THREADSANITIZER.  Its runtime runs a signal handler at once only while the
+ * thread is inside a blocking call it intercepts (else when the thread next
+ * leaves one), and it leaves such a call counted as "in progress" for ever
+ * if the thread is cancelled in it (forced unwinding skips its
+ * bookkeeping), after which it ignores the thread's locks and reports races
+ * that are not there.  So the ThreadSanitizer build (only it) sleeps in raw
+ * system calls, with asynchronous cancellation around them, bracketed by
+ * pthread_sigmask, which it intercepts: every signal is blocked first (the
+ * runtime runs the handlers it had deferred), the sleep unblocks them
+ * atomically (its sigmask argument), and the mask is restored after (the
+ * runtime runs the handler of the signal that ended the sleep before the
+ * call returns EINTR, as the kernel's would).  Timeouts are rounded up to
+ * milliseconds there.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define SYS__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define SYS__TSAN 1
+#endif
+#endif
+
+#ifdef SYS__TSAN
+/* Before a raw sleep: block every signal; *old: the mask to sleep with and
+ * to restore. */
+static void sys__tsan_begin(sigset_t *old, int *ct)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, old);
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, ct);
+}
+
+static int sys__tsan_end(long r, const sigset_t *old, int ct)
+{
+	if (r < 0)
+		r = -errno;
+	pthread_setcanceltype(ct, NULL);
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+	return (int)r;
+}
+#endif
+
+int sys_epoll_sleep(int epfd, struct epoll_event *evs, int max,
+		    const struct timespec *timeout, const sigset_t *sigmask)
 {
 	static _Atomic int no_pwait2;
 	int r;
 
+#ifdef SYS__TSAN
+	sigset_t old;
+	int ct;
+
+	sys__tsan_begin(&old, &ct);
+	return sys__tsan_end(syscall(SYS_epoll_pwait, epfd, evs, max,
+				     sys__ms(timeout), sigmask ? sigmask : &old,
+				     (size_t)(_NSIG / 8)),
+			     &old, ct);
+#endif
 	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
 		r = epoll_pwait2(epfd, evs, max, timeout, sigmask);
 		if (r >= 0)
@@ -59,54 +141,78 @@ int sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
 
 int sys_eventfd(unsigned int initval, int flags)
 {
-	int r = eventfd(initval, flags);
-
-	return r < 0 ? -errno : r;
+	return (int)sys__ret(syscall(SYS_eventfd2, initval, flags));
 }
 
 ssize_t sys_read(int fd, void *buf, size_t n)
 {
-	ssize_t r = read(fd, buf, n);
+	return sys__ret(syscall(SYS_read, fd, buf, n));
+}
 
+ssize_t sys_read_sleep(int fd, void *buf, size_t n)
+{
+	ssize_t r;
+
+#ifdef SYS__TSAN
+	/* THREADSANITIZER: wait until readable, raw, then read (a blocking fd
+	 * another reader emptied meanwhile may still block in the read). */
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	if (!(sys_fcntl_getfl(fd) & O_NONBLOCK)) {
+		r = sys_ppoll(&pfd, 1, NULL, NULL);
+		if (r < 0)
+			return r;
+	}
+	return sys_read(fd, buf, n);
+#endif
+	r = read(fd, buf, n);
 	return r < 0 ? -errno : r;
 }
 
 ssize_t sys_write(int fd, const void *buf, size_t n)
 {
-	ssize_t r = write(fd, buf, n);
-
-	return r < 0 ? -errno : r;
+	return sys__ret(syscall(SYS_write, fd, buf, n));
 }
 
 int sys_close(int fd)
 {
-	return close(fd) < 0 ? -errno : 0;
+	return (int)sys__ret(syscall(SYS_close, fd));
 }
 
 int sys_fcntl_getfl(int fd)
 {
-	int r = fcntl(fd, F_GETFL);
+	return (int)sys__ret(syscall(SYS_fcntl, fd, F_GETFL));
+}
 
-	return r < 0 ? -errno : r;
+int sys_dup_private(int fd)
+{
+	return (int)sys__ret(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
 }
 
 void sys_eventfd_signal(int fd)
 {
 	uint64_t one = 1;
-	ssize_t r;
+	long r;
 
 	/* EAGAIN would need 2^64-2 signals without a read; EINTR cannot happen
 	 * on a non-blocking eventfd. */
 	do
-		r = write(fd, &one, sizeof(one));
+		r = syscall(SYS_write, fd, &one, sizeof(one));
 	while (r < 0 && errno == EINTR);
 }
 
-int sys_futex_wait(_Atomic uint32_t *addr, uint32_t val)
+int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val)
 {
-	long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	int old;
+	long r;
 
-	return r < 0 ? -errno : 0;
+	/* Asynchronous cancellation for the system call only: FUTEX_WAIT has
+	 * no side effect to undo, so being cancelled anywhere inside it is
+	 * being cancelled before it. */
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	pthread_setcanceltype(old, NULL);
+	return (int)sys__ret(r);
 }
 
 void sys_futex_wake(_Atomic uint32_t *addr, int n)
@@ -114,13 +220,41 @@ void sys_futex_wake(_Atomic uint32_t *addr, int n)
 	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
+int sys_ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
+	      const sigset_t *sigmask)
+{
+	int r;
+
+#ifdef SYS__TSAN
+	sigset_t old;
+	int ct;
+
+	sys__tsan_begin(&old, &ct);
+	return sys__tsan_end(syscall(SYS_ppoll, pfd, n, timeout,
+				     sigmask ? sigmask : &old,
+				     (size_t)(_NSIG / 8)),
+			     &old, ct);
+#endif
+	r = ppoll(pfd, n, timeout, sigmask);
+	return r < 0 ? -errno : r;
+}
+
 int sys_ppoll_in(int fd, const struct timespec *timeout,
 		 const sigset_t *sigmask)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	int r = ppoll(&pfd, 1, timeout, sigmask);
 
-	return r < 0 ? -errno : r;
+	return sys_ppoll(&pfd, 1, timeout, sigmask);
+}
+
+short sys_poll_now(int fd, short events)
+{
+	struct pollfd pfd = { .fd = fd, .events = events };
+	struct timespec zero = { 0, 0 };
+
+	if (syscall(SYS_ppoll, &pfd, 1, &zero, NULL, (size_t)(_NSIG / 8)) <= 0)
+		return 0;
+	return pfd.revents;
 }
 
 uint64_t sys_now_ns(void)

@@ -1,10 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sys.h - the system calls uepoll makes, each returning -errno on failure.
+ *
+ * Two kinds (sys.c says why):
+ *  - plain ones are raw system calls: never a cancellation point, never a
+ *    libc wrapper that could be interposed, async-signal-safe;
+ *  - the sleeps (sys_epoll_sleep, sys_ppoll, sys_read_sleep,
+ *    sys_futex_sleep) are cancellation points, as the kernel calls uepoll
+ *    stands for are: a thread cancelled in one unwinds through the
+ *    caller's cleanup handlers (pthread_cleanup_push), which must leave
+ *    no state behind.
  */
 #ifndef UEPOLL_SYS_H
 #define UEPOLL_SYS_H
 
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/epoll.h>
@@ -13,22 +23,38 @@
 
 int sys_epoll_create1(int flags);
 int sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
-/* timeout: NULL blocks; sigmask may be NULL. */
-int sys_epoll_wait(int epfd, struct epoll_event *evs, int max,
-		   const struct timespec *timeout, const sigset_t *sigmask);
+/* epoll_wait with a zero timeout: never sleeps. */
+int sys_epoll_poll(int epfd, struct epoll_event *evs, int max);
+/* epoll_pwait2: timeout NULL blocks; sigmask may be NULL.  A cancellation
+ * point (when it may sleep). */
+int sys_epoll_sleep(int epfd, struct epoll_event *evs, int max,
+		    const struct timespec *timeout, const sigset_t *sigmask);
 int sys_eventfd(unsigned int initval, int flags);
 ssize_t sys_read(int fd, void *buf, size_t n);
+/* read(2) that may block (the fd's O_NONBLOCK decides): a cancellation
+ * point. */
+ssize_t sys_read_sleep(int fd, void *buf, size_t n);
 ssize_t sys_write(int fd, const void *buf, size_t n);
 int sys_close(int fd);
 int sys_fcntl_getfl(int fd);
+/* A private duplicate of fd (close-on-exec). */
+int sys_dup_private(int fd);
 /* Wake an eventfd: add 1 to its counter. */
 void sys_eventfd_signal(int fd);
-int sys_futex_wait(_Atomic uint32_t *addr, uint32_t val);
+/* FUTEX_WAIT (private) until woken, a signal (-EINTR) or val changed
+ * (-EAGAIN); a cancellation point. */
+int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val);
 void sys_futex_wake(_Atomic uint32_t *addr, int n);
-/* Sleep until fd is readable (1), the timeout passes (0, NULL: never) or a
- * signal handler runs (-EINTR); sigmask as ppoll's, applied atomically. */
+/* ppoll(2): sleeps until an fd is ready, the timeout passes (0; NULL:
+ * never) or a signal handler runs (-EINTR); sigmask applied atomically.  A
+ * cancellation point. */
+int sys_ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
+	      const sigset_t *sigmask);
+/* Sleep until fd is readable (1): sys_ppoll on one fd. */
 int sys_ppoll_in(int fd, const struct timespec *timeout,
 		 const sigset_t *sigmask);
+/* The poll mask of fd now, without sleeping (0 if none or on error). */
+short sys_poll_now(int fd, short events);
 uint64_t sys_now_ns(void);
 /* The time from now to deadline (CLOCK_MONOTONIC ns), 0 once it passed. */
 void sys_time_left(int64_t deadline, struct timespec *ts);

@@ -16,9 +16,15 @@
  * asleep.
  *
  * LOCKING: timer__g.lock protects the heap, every queued timer's idx and
- * deadline, `sleeping` and `started`.  It is a leaf: nothing is taken inside
- * it, and timer functions run with it released (they take a source's wq
- * lock and port locks).
+ * deadline, `sleeping`, `started` and the reserved room.  It is a leaf:
+ * nothing is taken inside it, and timer functions run with it released
+ * (they take a source's wq lock and port locks).
+ *
+ * SIGNALS.  A held write made by a signal handler arms a timer: timer_arm
+ * allocates nothing and starts no thread (the heap's room is reserved and
+ * the thread started by timer_reserve, when a ueventfd is given a delay),
+ * takes the lock through lock_take (a handler whose thread holds it never
+ * gets here: lock.h), and signals the condition with the lock held.
  *
  * PENDING.  t->pending lets a writer skip the lock while a deadline is
  * already set.  An arm exchanges 0 -> 1 (seq_cst) and only the winner
@@ -36,9 +42,11 @@
  * last reference the ueventfd's kernel fd, are gone when close returns: the
  * fd number is free then, as after close(2).
  *
- * fork: the child has no timer thread.  pthread_atfork handlers hold the
+ * fork: the child has no timer thread.  obj.c's fork handlers hold the
  * lock across fork (the heap is consistent in the child); the child resets
- * the lock and condition and, if timers are queued, starts a thread.
+ * the conditions and starts no thread (the child's ueventfds deliver what
+ * they held at once, eventfd.c's fork_child; the child's next ueventfd()
+ * or ueventfd_coalesce() starts a thread again: timer_ensure).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -46,6 +54,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "lock.h"
 #include "sys.h"
 #include "timer.h"
 
@@ -53,16 +62,19 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct timer **heap;
-	int n, cap;
+	/* Timers queued; slots allocated; slots reserved (timer_reserve: at
+	 * most one per ueventfd that has a delay, so n <= nres <= cap). */
+	int n, cap, nres;
 	bool started;  /* a thread exists in this process */
 	bool sleeping; /* it waits on cond (signal it for an earlier deadline) */
 	/* The timer whose fn is running (written under lock, seq_cst; see
 	 * timer_wait_idle), and the condition that signals its end. */
 	_Atomic(struct timer *) running;
 	pthread_cond_t idle;
+	/* In a forked child: the timer the parent's thread was running. */
+	struct timer *was_running;
 } timer__g = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static pthread_once_t timer__once = PTHREAD_ONCE_INIT;
 
 /*
  * AFFINITY.  A new thread inherits the CPU set of the thread that creates
@@ -149,6 +161,10 @@ static void timer__remove(struct timer *t)
 
 /* ---- the thread -------------------------------------------------------- */
 
+/* The thread takes its lock directly, outside lock.h: it runs no signal
+ * handler (all blocked), and it waits on its condition with the lock
+ * released, which the fork gate must not count as holding it (the fork's
+ * prepare takes this lock after the gate instead). */
 static void *timer__main(void *arg)
 {
 	pthread_mutex_lock(&timer__g.lock);
@@ -191,53 +207,46 @@ static void *timer__main(void *arg)
 	return arg;
 }
 
-static void timer__prepare(void)
+static void timer__conds(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&timer__g.cond, &ca);
+	pthread_cond_init(&timer__g.idle, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+__attribute__((constructor)) static void timer__setup(void)
+{
+	timer__conds();
+}
+
+void timer_fork_prepare(void)
 {
 	pthread_mutex_lock(&timer__g.lock);
 }
 
-static void timer__parent(void)
+void timer_fork_parent(void)
 {
 	pthread_mutex_unlock(&timer__g.lock);
 }
 
-static int timer__start(void);
-
-static void timer__child(void)
+void timer_fork_child(void)
 {
-	pthread_condattr_t ca;
-
-	/* Only this thread exists, and it holds the lock (timer__prepare);
-	 * a fresh condition, and no timer thread (the parent's did not come
-	 * along). */
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&timer__g.cond, &ca);
-	pthread_cond_init(&timer__g.idle, &ca);
-	pthread_condattr_destroy(&ca);
+	/* Only this thread exists, and it holds the lock (prepare): fresh
+	 * conditions, and no timer thread (the parent's did not come along;
+	 * a run it had in progress is redone by its ueventfd's fork_child). */
+	timer__conds();
+	timer__g.was_running = atomic_load(&timer__g.running);
 	atomic_store(&timer__g.running, NULL);
 	timer__g.started = false;
 	timer__g.sleeping = false;
-	/* Wakeups the parent's writes left pending in the child's copies. If
-	 * this fails they run once a later arm starts the thread. */
-	if (timer__g.n)
-		timer__start();
 	pthread_mutex_unlock(&timer__g.lock);
 }
 
-static void timer__setup(void)
-{
-	pthread_condattr_t ca;
-
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&timer__g.cond, &ca);
-	pthread_cond_init(&timer__g.idle, &ca);
-	pthread_condattr_destroy(&ca);
-	pthread_atfork(timer__prepare, timer__parent, timer__child);
-}
-
-/* Lock held (or the only thread, after fork). */
+/* Lock held. */
 static int timer__start(void)
 {
 	sigset_t all, old;
@@ -273,18 +282,12 @@ static int timer__start(void)
 	return 0;
 }
 
-int timer_arm(struct timer *t, uint64_t delay_ns)
+int timer_reserve(void)
 {
 	int r = 0;
 
-	/* seq_cst: see PENDING. */
-	if (atomic_load(&t->pending) || atomic_exchange(&t->pending, 1))
-		return 0;
-	pthread_once(&timer__once, timer__setup);
-	pthread_mutex_lock(&timer__g.lock);
-	if (!timer__g.started)
-		r = timer__start();
-	if (!r && timer__g.n == timer__g.cap) {
+	lock_take(&timer__g.lock);
+	if (timer__g.nres == timer__g.cap) {
 		int cap = timer__g.cap ? 2 * timer__g.cap : 64;
 		struct timer **h = realloc(timer__g.heap, sizeof(*h) * (size_t)cap);
 
@@ -295,10 +298,39 @@ int timer_arm(struct timer *t, uint64_t delay_ns)
 			r = -ENOMEM;
 		}
 	}
-	if (r) {
+	if (!r && !timer__g.started)
+		r = timer__start();
+	if (!r)
+		timer__g.nres++;
+	lock_drop(&timer__g.lock);
+	return r;
+}
+
+void timer_unreserve(void)
+{
+	lock_take(&timer__g.lock);
+	timer__g.nres--;
+	lock_drop(&timer__g.lock);
+}
+
+void timer_ensure(void)
+{
+	lock_take(&timer__g.lock);
+	if (!timer__g.started && timer__g.nres)
+		(void)timer__start();
+	lock_drop(&timer__g.lock);
+}
+
+int timer_arm(struct timer *t, uint64_t delay_ns)
+{
+	/* seq_cst: see PENDING. */
+	if (atomic_load(&t->pending) || atomic_exchange(&t->pending, 1))
+		return 0;
+	lock_take(&timer__g.lock);
+	if (!timer__g.started || timer__g.n == timer__g.cap) {
 		atomic_store(&t->pending, 0);
-		pthread_mutex_unlock(&timer__g.lock);
-		return r;
+		lock_drop(&timer__g.lock);
+		return -EAGAIN;
 	}
 	uobj_get(t->owner);
 	t->deadline = sys_now_ns() + delay_ns;
@@ -307,7 +339,7 @@ int timer_arm(struct timer *t, uint64_t delay_ns)
 	timer__up(t->idx);
 	if (t->idx == 0 && timer__g.sleeping)
 		pthread_cond_signal(&timer__g.cond);
-	pthread_mutex_unlock(&timer__g.lock);
+	lock_drop(&timer__g.lock);
 	return 0;
 }
 
@@ -317,8 +349,7 @@ bool timer_cancel(struct timer *t)
 
 	if (!atomic_load(&t->pending))
 		return false;
-	pthread_once(&timer__once, timer__setup);
-	pthread_mutex_lock(&timer__g.lock);
+	lock_take(&timer__g.lock);
 	was = t->idx >= 0;
 	if (was) {
 		/* Removing the earliest leaves the thread to wake at the old
@@ -326,20 +357,39 @@ bool timer_cancel(struct timer *t)
 		timer__remove(t);
 		atomic_store(&t->pending, 0);
 	}
-	pthread_mutex_unlock(&timer__g.lock);
+	lock_drop(&timer__g.lock);
 	if (was)
 		uobj_put(t->owner);
 	return was;
 }
 
+bool timer_was_running(struct timer *t)
+{
+	return timer__g.was_running == t;
+}
+
 void timer_wait_idle(struct timer *t)
 {
+	sigset_t all, old;
+	int cs;
+
 	/* seq_cst, pairs with the thread's store of running before pending:
 	 * a run that took t is seen here. */
 	if (atomic_load(&timer__g.running) != t)
 		return;
+	/* Waiting for the run, this thread must neither count as inside the
+	 * fork gate (the run may wait at it) nor take a signal whose handler's
+	 * held write would take this lock: so the lock is taken directly, with
+	 * every signal blocked (a close that finds a run in progress, rare).
+	 * pthread_cond_wait is a cancellation point; a close is not cancelled
+	 * half-way (it would leave the lock held). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cs);
 	pthread_mutex_lock(&timer__g.lock);
 	while (atomic_load(&timer__g.running) == t)
 		pthread_cond_wait(&timer__g.idle, &timer__g.lock);
 	pthread_mutex_unlock(&timer__g.lock);
+	pthread_setcancelstate(cs, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

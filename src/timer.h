@@ -29,10 +29,24 @@ struct timer {
 
 void timer_init(struct timer *t, struct uobj *owner, void (*fn)(struct timer *));
 /*
+ * Make room for one more timer that may be armed, and start the thread if
+ * it is not running (a forked child's, for one).  Not async-signal-safe
+ * (it allocates and creates a thread): called when a ueventfd is given a
+ * delay, so that timer_arm, which a signal handler's write may reach, does
+ * neither.  0 or -errno; unreserve gives the room back.
+ */
+int timer_reserve(void);
+void timer_unreserve(void);
+/* Start the thread if room is reserved and it is not running (a forked
+ * child's first ueventfd() or ueventfd_coalesce() calls it). */
+void timer_ensure(void);
+/*
  * Queue t to run in delay_ns unless it is pending already (then nothing
  * changes: the earlier deadline stands).  The caller holds a reference on
- * the owner; the timer takes its own.  0, or -ENOMEM / -EAGAIN when the
- * heap or the thread cannot be had: the caller then delivers at once.
+ * the owner; the timer takes its own.  0, or -EAGAIN when there is no room
+ * reserved or no thread: the caller then delivers at once.  Allocates
+ * nothing and is async-signal-safe for a thread that holds no uepoll lock
+ * (lock.h).
  */
 int timer_arm(struct timer *t, uint64_t delay_ns);
 /* Take t off the heap if it is queued; true if it was (its fn will not run
@@ -44,5 +58,11 @@ bool timer_cancel(struct timer *t);
  * run's reference is gone, and the owner's kernel fd closed with the last
  * reference, by the time close returns. */
 void timer_wait_idle(struct timer *t);
+/* In a forked child: was the parent's thread running t at the fork? */
+bool timer_was_running(struct timer *t);
+/* fork handlers (obj.c calls them, in its lock order). */
+void timer_fork_prepare(void);
+void timer_fork_parent(void);
+void timer_fork_child(void);
 
 #endif

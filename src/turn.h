@@ -27,12 +27,14 @@ struct turn {
 	pthread_mutex_t lock; /* protects leader and line */
 	bool leader;          /* some thread holds the lead */
 	struct list line;     /* struct turn_waiter, oldest first */
+	struct list members;  /* every follower whose eventfd is open */
 };
 
 void turn_init(struct turn *t, bool fifo);
-void turn_destroy(struct turn *t);
 /* port_wait in the instance's thread order (deadline as port_wait's). */
 int turn_wait(struct port *p, struct epoll_event *evs, int max,
 	      int64_t deadline, const sigset_t *sigmask);
+/* In a forked child: no thread waits (their eventfds are closed). */
+void turn_fork_child(struct turn *t);
 
 #endif

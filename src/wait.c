@@ -17,9 +17,30 @@
  *
  * LOCKING.  A wait holds no lock while it sleeps, and none of its own: it
  * takes rq->lock inside the ready queue's harvests and prunes (readyq.c),
- * and port->mtx only to rotate a round-robin registration whose event it
- * took (krec_rr_rotate), holding nothing else then.  The rest is the
- * protocol's seq_cst atomics: db_set, sleepers, dozers, bwant.
+ * and port->mtx only to move a round-robin registration whose event it
+ * took (krec_rr_took, krec_rr_settle), holding nothing else then.  The rest
+ * is the protocol's seq_cst atomics: db_set, sleepers, dozers, bwant.
+ *
+ * FAIRNESS.  The kernel keeps one ready list per epoll and rotates it: with
+ * N sources ready, each is reported within N waits of maxevents 1.  An
+ * instance that has kernel fds has two lists, the kernel epoll's and the
+ * ready queue, and takes whole turns from each as if they were one: the
+ * doorbell's event is the ready queue's place in the kernel's list.  A
+ * kernel turn takes events from the kernel epoll until it reaches the
+ * doorbell (or the kernel has no more); then a user turn takes one round
+ * of the ready queue (the items queued when it began: ROUNDS in
+ * readyq.h), then the kernel's turn again.  The doorbell must be in the
+ * kernel's list while items wait, after the kernel events that are ready:
+ * a kernel turn that filled its slots last time rings it first if it is
+ * not rung (one eventfd write per round, only on instances with both kinds
+ * ready).  The side whose turn it is is a hint shared by the instance's
+ * threads (relaxed): it orders events, it never hides one.
+ *
+ * CANCELLATION.  The sleeps are cancellation points (sys.h).  Each part of
+ * a wait that has something to undo registers it around the part that may
+ * sleep: a sleeper's count (wait__sleep), a doze (wait__doze: the end of
+ * the doze), a batching wait's hold list (wait__batch: rq_batch_end); a
+ * FIFO line's lead is turn.c's, the call's reference api.c's.
  */
 #include <errno.h>
 #include <poll.h>
@@ -60,23 +81,36 @@ static bool wait__merge(struct wait__kctx *kc, struct epoll_event *at,
 	return false;
 }
 
-/* epoll_wait on the kernel side; removes the doorbell's event from evs and
- * translates (or drops, when stale) the events of recorded registrations. */
+/* epoll_wait on the kernel side (timeout == &wait__zero: without sleeping);
+ * removes the doorbell's event from evs and translates (or drops, when
+ * stale) the events of recorded registrations. */
 static int wait__kernel(struct port *p, struct epoll_event *evs, int max,
 			const struct timespec *timeout, const sigset_t *sigmask,
-			bool *db, struct wait__kctx *kc)
+			bool *db, struct wait__kctx *kc, bool *full)
 {
 	const uint64_t me = (uint64_t)(uintptr_t)p;
-	bool recs = atomic_load_explicit(&p->krecs, memory_order_relaxed);
+	struct krec_view v;
 	struct krec *n;
-	int r, i, end, k = 0, want = max;
-	bool retried = false;
+	int r, i, end, k = 0, want = max, dropped;
+	bool retried = false, recs;
 
 	*db = false;
+	if (full)
+		*full = false;
 again:
-	r = sys_epoll_wait(p->obj.fd, evs + k, want, timeout, sigmask);
+	if (timeout == &wait__zero)
+		r = sys_epoll_poll(p->obj.kfd, evs + k, want);
+	else
+		r = sys_epoll_sleep(p->obj.kfd, evs + k, want, timeout,
+				    sigmask);
 	if (r <= 0)
 		return k ? k : r;
+	if (full)
+		*full = r == want; /* the kernel may have more */
+	/* After the call: a record made while it slept is found (DATA in
+	 * krec.c). */
+	recs = atomic_load_explicit(&p->krecs, memory_order_acquire);
+	dropped = 0;
 	for (i = k, end = k + r; i < end; i++) {
 		if (evs[i].data.u64 == me) {
 			/* An edge-triggered doorbell's event is consumed by
@@ -88,31 +122,27 @@ again:
 				atomic_store(&p->db_set, 0);
 			continue;
 		}
-		if (recs && (n = krec_of(p, evs[i].data.u64))) {
-			if (atomic_load_explicit(&n->inner,
-						 memory_order_relaxed)) {
-				if (!krec_nest_ready(n, 0))
-					continue;
-			} else if (atomic_load_explicit(&n->rr_events,
-							memory_order_relaxed)) {
-				krec_rr_rotate(p, n);
+		if (recs && (n = krec_of(p, evs[i].data.u64, &v))) {
+			if (n == KREC_STALE ||
+			    (v.nested && !krec_nest_ready(n, 0))) {
+				dropped++;
+				continue;
 			}
-			if (kc && atomic_load_explicit(&n->urgent,
-						       memory_order_relaxed))
+			if (v.rr_events)
+				krec_rr_took(p, n);
+			if (kc && v.urgent)
 				kc->urgent = true;
-			evs[i].data.u64 = atomic_load_explicit(
-				&n->data, memory_order_relaxed);
+			evs[i].data.u64 = v.data;
 		}
 		if (kc && wait__merge(kc, evs, &evs[i]))
 			continue;
 		evs[k++] = evs[i];
 	}
-	/* The doorbell or a stale nested instance filled the batch: ask again
-	 * (without sleeping) for what they displaced.  Only when nothing real
-	 * came back: a level-triggered event we returned would be queued
-	 * again by the kernel and come twice. */
-	if (r == want && k == 0 && !retried &&
-	    atomic_load_explicit(&p->nkernel, memory_order_relaxed)) {
+	/* Stale events filled the batch: ask again (without sleeping) for
+	 * what they displaced.  Only when nothing real came back: a
+	 * level-triggered event we returned would be queued again by the
+	 * kernel and come twice. */
+	if (r == want && k == 0 && dropped && !retried) {
 		retried = true;
 		want = max - k;
 		timeout = &wait__zero;
@@ -121,44 +151,93 @@ again:
 	return k;
 }
 
-/* Take what is ready now from both sides, without sleeping.  rb and kc:
- * a batching wait's (NULL otherwise). */
+enum { WAIT__KERNEL = 0, WAIT__USER = 1 };
+
+/* The r kernel events at evs[n] come from a second look of one wait: drop
+ * those whose data an event already in evs[0..n) has (a level-triggered
+ * event the first look returned, queued again by the kernel).  As with
+ * wait__merge, two registrations with the same data count as one. */
+static int wait__dedup(struct epoll_event *evs, int n, int r)
+{
+	int k = n;
+
+	for (int i = n; i < n + r; i++) {
+		bool seen = false;
+
+		for (int j = 0; j < n && !seen; j++)
+			seen = evs[j].data.u64 == evs[i].data.u64;
+		if (!seen)
+			evs[k++] = evs[i];
+	}
+	return k - n;
+}
+
+/* Take what is ready now from both sides, without sleeping (FAIRNESS).
+ * rb and kc: a batching wait's (NULL otherwise). */
 static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 			 struct rq_batch *rb, struct wait__kctx *kc)
 {
-	bool kernel = atomic_load_explicit(&p->nkernel, memory_order_relaxed) > 0;
-	bool kfirst, db;
-	int n = 0, r;
+	struct rq_pass ps;
+	int n = 0, r, want, kcalls = 0;
+	bool db, full, kmore = true;
 
-	/* Alternate which side goes first so neither starves the other; but
-	 * while the doorbell may be pending in the kernel epoll, the kernel
-	 * goes first with the whole batch, so that the slot the doorbell takes
-	 * is one the ready queue can fill instead of a displaced kernel event. */
+	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0)
+		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
 	/* A doorbell with nothing ready behind it would only take a slot of
 	 * the kernel's batch: clear it first (a system call, but this wait
 	 * makes one anyway). */
-	if (kernel && atomic_load(&p->db_set) && !rq_prune(&p->rq))
+	if (atomic_load(&p->db_set) && !rq_prune(&p->rq))
 		port_clear_db(p);
-	kfirst = kernel && (atomic_load(&p->db_set) ||
-			    (atomic_fetch_add_explicit(&p->flip, 1,
-						       memory_order_relaxed) & 1));
-	if (kfirst) {
-		n = wait__kernel(p, evs, max, &wait__zero, NULL, &db, kc);
-		if (n < 0)
-			return n;
-	}
-	if (n < max) {
-		r = rq_harvest_batch(&p->rq, evs + n, max - n, rb);
-		if (r < 0)
-			return r;
-		n += r;
-	}
-	if (kernel && !kfirst && n < max) {
-		r = wait__kernel(p, evs + n, max - n, &wait__zero, NULL, &db,
-				 kc);
+	rq_pass_init(&ps);
+	/* Turns until the slots are full or nothing more is ready for this
+	 * wait.  The kernel is asked again only if its last batch was full
+	 * and the doorbell (or a stale record) took some of it (kmore); what
+	 * it gives again of this wait's level-triggered events is dropped,
+	 * as one epoll_wait returns a registration once (wait__dedup).  The
+	 * ready queue's rounds go on while they are made of items queued
+	 * before the wait (rq_pass). */
+	for (int pass = 0; pass < 8 && n < max; pass++) {
+		if (atomic_load_explicit(&p->side, memory_order_relaxed) ==
+		    WAIT__USER) {
+			r = rq_harvest_batch(&p->rq, evs + n, max - n, rb, &ps);
+			if (r < 0)
+				return n ? n : r;
+			n += r;
+			if (!ps.round_end)
+				break; /* slots full, the round goes on */
+			atomic_store_explicit(&p->side, WAIT__KERNEL,
+					      memory_order_relaxed);
+			if (!kmore) {
+				if (r == 0)
+					break; /* nothing more for this wait */
+				atomic_store_explicit(&p->side, WAIT__USER,
+						      memory_order_relaxed);
+			}
+			continue;
+		}
+		/* The ready queue's place is behind the kernel events ready
+		 * now: ring the doorbell if items wait and it is not rung. */
+		if (atomic_load_explicit(&p->kfull, memory_order_relaxed) &&
+		    !rq_empty(&p->rq))
+			port_kick(p);
+		want = max - n;
+		r = wait__kernel(p, evs + n, want, &wait__zero, NULL, &db, kc,
+				 &full);
 		if (r < 0)
 			return n ? n : r;
+		if (kcalls++ && !kc)
+			r = wait__dedup(evs, n, r);
 		n += r;
+		atomic_store_explicit(&p->kfull, !db && full && r == want,
+				      memory_order_relaxed);
+		if (!db && full && r == want)
+			break; /* the kernel's turn goes on */
+		/* The doorbell's turn came, or the kernel has no more. */
+		kmore = full;
+		atomic_store_explicit(&p->side, WAIT__USER,
+				      memory_order_relaxed);
+		if (!db && !kmore && rq_empty(&p->rq))
+			break;
 	}
 	return n;
 }
@@ -208,6 +287,11 @@ static bool wait__ready(void *p)
  * really ready.  Returns false, without sleeping, if items are queued;
  * else true with wait__kernel's result in *r.
  */
+static void wait__unsleep(void *p)
+{
+	atomic_fetch_sub(&((struct port *)p)->sleepers, 1);
+}
+
 static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 			int64_t until, const struct timespec *timeout,
 			const sigset_t *sigmask, bool *db,
@@ -222,8 +306,10 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 		atomic_fetch_sub(&p->sleepers, 1);
 		return false;
 	}
-	*r = wait__kernel(p, evs, max, timeout, sigmask, db, kc);
-	atomic_fetch_sub(&p->sleepers, 1);
+	/* Cancelled in its sleep, the wait is not a sleeper any more. */
+	pthread_cleanup_push(wait__unsleep, p);
+	*r = wait__kernel(p, evs, max, timeout, sigmask, db, kc, NULL);
+	pthread_cleanup_pop(1);
 	return true;
 }
 
@@ -293,6 +379,23 @@ static uint32_t wait__gen(struct port *p)
  * when the window closes). */
 #define WAIT__BLIND_URGENT 32
 
+/* The end of a doze (or its cleanup, if the wait is cancelled in it). */
+static void wait__undoze(void *arg)
+{
+	struct port *p = arg;
+
+	atomic_fetch_sub(&p->sleepers, 1);
+	atomic_store(&p->bwant, 0);
+	atomic_fetch_sub(&p->dozers, 1);
+	/* Give the doorbell back: db_set == 1 with no event behind it would
+	 * strand other sleepers.  Items queued meanwhile are this wait's to
+	 * collect, unless someone else sleeps (seq_cst: a thread that starts
+	 * sleeping counts itself, then looks at the queue). */
+	atomic_store(&p->db_set, 0);
+	if (!rq_empty(&p->rq) && atomic_load(&p->sleepers) > 0)
+		port_kick(p);
+}
+
 /*
  * A batching wait with its window open sleeps through ordinary events until
  * `until`: it holds db_set at 1, so that a signal neither makes a system call
@@ -326,6 +429,8 @@ static int wait__doze(struct port *p, struct epoll_event *evs, int max,
 	 * (or, blind, is cleared: the re-check below finds its item). */
 	atomic_store(&p->db_set, 1);
 	atomic_fetch_add(&p->sleepers, 1);
+	/* Cancelled while dozing, the doze ends as it would have. */
+	pthread_cleanup_push(wait__undoze, p);
 	if (blind)
 		sys_read(p->dbfd, &v, sizeof(v));
 	if (rq_empty(&p->rq)) {
@@ -355,24 +460,15 @@ static int wait__doze(struct port *p, struct epoll_event *evs, int max,
 					 EPOLLRDBAND | EPOLLWRNORM |
 					 EPOLLWRBAND));
 			}
-			r = ppoll(pfd, (nfds_t)npfd, wait__until(until, &ts),
-				  sigmask);
-			r = r < 0 ? -errno : 0;
+			r = sys_ppoll(pfd, (nfds_t)npfd,
+				      wait__until(until, &ts), sigmask);
+			r = r < 0 ? r : 0;
 		} else {
 			r = wait__kernel(p, evs, max, wait__until(until, &ts),
-					 sigmask, db, kc);
+					 sigmask, db, kc, NULL);
 		}
 	}
-	atomic_fetch_sub(&p->sleepers, 1);
-	atomic_store(&p->bwant, 0);
-	atomic_fetch_sub(&p->dozers, 1);
-	/* Give the doorbell back: db_set == 1 with no event behind it would
-	 * strand other sleepers.  Items queued meanwhile are this wait's to
-	 * collect, unless someone else sleeps (seq_cst: a thread that starts
-	 * sleeping counts itself, then looks at the queue). */
-	atomic_store(&p->db_set, 0);
-	if (!rq_empty(&p->rq) && atomic_load(&p->sleepers) > 0)
-		port_kick(p);
+	pthread_cleanup_pop(1);
 	return r;
 }
 
@@ -383,11 +479,24 @@ static int wait__doze(struct port *p, struct epoll_event *evs, int max,
  * something is there, and sleeps only when nothing is: in the window it
  * dozes, else it sleeps as a plain wait does, woken by the first event.
  */
+struct wait__bctx {
+	struct port *p;
+	struct rq_batch *rb;
+};
+
+static void wait__batch_end(void *arg)
+{
+	struct wait__bctx *c = arg;
+
+	rq_batch_end(&c->p->rq, c->rb);
+}
+
 static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 		       int64_t deadline, const sigset_t *sigmask,
 		       const struct uepoll_batch *pol)
 {
 	struct wait__kctx kc = { .base = evs };
+	struct wait__bctx bc;
 	struct rq_batch rb;
 	struct batch b;
 	struct timespec ts;
@@ -397,6 +506,11 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 
 	rq_batch_init(&rb, wait__gen(p));
 	batch_start(&b, pol, max, deadline, (int64_t)sys_now_ns());
+	bc.p = p;
+	bc.rb = &rb;
+	/* The items the batch holds go back to the queue however the wait
+	 * ends, a cancellation included. */
+	pthread_cleanup_push(wait__batch_end, &bc);
 	for (;;) {
 		got = wait__collect(p, evs + b.n, max - b.n, &rb, &kc);
 		if (got < 0) {
@@ -447,7 +561,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 			blind = true;
 		}
 	}
-	rq_batch_end(&p->rq, &rb);
+	pthread_cleanup_pop(1);
 	if (b.n > 0) {
 		wait__settle(p, false, slept);
 		return b.n;
@@ -469,6 +583,10 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 		n = rq_harvest(&p->rq, NULL, max);
 		return n < 0 || deadline != 0 ? -EFAULT : 0;
 	}
+	/* RR-ET (krec.c): moves owed to drained edge-triggered round-robin
+	 * registrations, before this wait may sleep on them. */
+	if (unlikely(atomic_load_explicit(&p->rr_owed, memory_order_relaxed)))
+		krec_rr_settle(p);
 	/* A timeout of 0 never batches. */
 	if (deadline != 0) {
 		batch_get(p, &pol);

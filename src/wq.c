@@ -4,27 +4,18 @@
  */
 #include "uepoll.h"
 
+#include "lock.h"
 #include "port.h"
 #include "wq.h"
 
 void wq_init(struct wq *q)
 {
-	pthread_mutexattr_t a;
-
-	pthread_mutexattr_init(&a);
-	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-	pthread_mutex_init(&q->lock, &a);
-	pthread_mutexattr_destroy(&a);
+	lock_init(&q->lock);
 	list_init(&q->head);
 	atomic_init(&q->n, 0);
 	atomic_init(&q->nout, 0);
 	atomic_init(&q->narmed, 0);
 	q->dead = false;
-}
-
-void wq_destroy(struct wq *q)
-{
-	pthread_mutex_destroy(&q->lock);
 }
 
 void wq_link(struct wq *q, struct item *it)
@@ -73,7 +64,7 @@ void wq_unready(struct wq *q)
 {
 	struct list *l;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
@@ -81,17 +72,17 @@ void wq_unready(struct wq *q)
 		    ITEM_IDLE)
 			port_revalidate(it->port);
 	}
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 }
 
 void wq_kick(struct wq *q)
 {
 	struct list *l;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	list_for_each(l, &q->head)
 		port_item_kick(container_of(l, struct item, wqlink));
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 }
 
 bool wq_wake(struct wq *q, uint32_t key, bool hold)
@@ -99,7 +90,7 @@ bool wq_wake(struct wq *q, uint32_t key, bool hold)
 	bool held = false;
 	struct list *l;
 
-	pthread_mutex_lock(&q->lock);
+	lock_take(&q->lock);
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
@@ -115,6 +106,6 @@ bool wq_wake(struct wq *q, uint32_t key, bool hold)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&q->lock);
+	lock_drop(&q->lock);
 	return held;
 }

@@ -31,7 +31,6 @@ struct wq {
 };
 
 void wq_init(struct wq *q);
-void wq_destroy(struct wq *q);
 /* Caller holds q->lock. */
 void wq_link(struct wq *q, struct item *it);
 void wq_unlink(struct wq *q, struct item *it);

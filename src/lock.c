@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lock.c - the lock depth and owed work of lock.h.
+ *
+ * LOCKED-WORK (no owed work is lost or run twice).  A node is on at most
+ * one thread's list at a time: only the operation whose fetch_or of `bits`
+ * found 0 queues it, and the bits go back to 0 only in a drain, after the
+ * drain has taken the node off its list (the list exchange) and read its
+ * next.  Every bit set is covered by exactly one fn run: the fetch_or and
+ * the drain's exchange are RMWs of one atomic, so they are ordered; a bit
+ * set before the exchange is in the bits it returns, one set after it
+ * finds 0 and queues the node again.  The work itself (the walk of a
+ * ueventfd's watchers) reads the object's current state, which includes
+ * the counter update that came before the fetch_or (seq_cst), so the run
+ * that takes the bit sees the write it stands for.  models/owed.pml checks
+ * this with a handler that may interrupt the lock holder at any step.
+ *
+ * Thread-local state only: a thread's list is pushed by the thread and by
+ * its signal handlers (CAS, which a handler may interrupt and which then
+ * retries) and emptied by the thread with one exchange.
+ *
+ * GATE (fork).  Each thread that takes our locks owns a slot (claimed at its
+ * first lock by CAS, no allocation: a signal handler may be the first; given
+ * back by a thread-specific destructor when it exits).  Its outermost
+ * lock_take stores inside = 1 then loads the gate; the prepare handler
+ * stores gate = 1, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (a full
+ * barrier on every running thread of the process, standing for the fence
+ * the fast path does not make), then waits until every other slot's inside
+ * is 0.  Either the thread's load sees the gate closed (it then stores
+ * inside = 0 and sleeps on the gate's futex until the parent or child
+ * handler opens it), or prepare's load sees inside = 1 and waits for the
+ * thread's lock_drop to store 0 (release: everything the thread did under
+ * its locks comes before).  A thread that waits at the gate holds no lock
+ * (its depth was 0), and no lock is held across a wait for another thread
+ * that might wait at the gate (the one such wait, timer_wait_idle, takes
+ * the timer's lock, which prepare takes separately), so prepare ends.  The
+ * forking thread's own slot is skipped: if fork() is called from a signal
+ * handler inside a lock, the child resumes the interrupted frame, which
+ * releases it.  Without membarrier(2) (before Linux 4.14) the fast path
+ * makes a full fence instead.  With more threads than slots the rest share
+ * one slot whose inside is a count (an atomic add per outermost lock).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <linux/membarrier.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lock.h"
+
+__thread unsigned lock__depth LOCK__TLS;
+__thread _Atomic(struct lock_owed *) lock__list LOCK__TLS;
+static __thread bool lock__draining LOCK__TLS;
+__thread struct lock__slot *lock__me LOCK__TLS;
+__thread bool lock__shared LOCK__TLS;
+_Atomic int lock__gate;
+bool lock__fence;
+
+#define LOCK__SLOTS 1024
+/* Slots; the last one is shared by the threads beyond the others. */
+static struct lock__slot lock__slots[LOCK__SLOTS];
+/* Slots ever claimed (prepare looks at these). */
+static _Atomic int lock__nslots;
+static pthread_key_t lock__key;
+static bool lock__key_ok;
+/* Serialises forks (a raw mutex: not one of the locks the gate covers). */
+static pthread_mutex_t lock__fork = PTHREAD_MUTEX_INITIALIZER;
+
+void lock_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+void lock_owe(struct lock_owed *o, unsigned bits,
+	      void (*hold)(struct lock_owed *))
+{
+	struct lock_owed *head;
+
+	/* seq_cst: after the caller's update of the object (LOCKED-WORK). */
+	if (atomic_fetch_or(&o->bits, bits) != 0)
+		return;
+	hold(o);
+	head = atomic_load_explicit(&lock__list, memory_order_relaxed);
+	do
+		o->next = head;
+	while (!atomic_compare_exchange_weak_explicit(&lock__list, &head, o,
+						      memory_order_relaxed,
+						      memory_order_relaxed));
+}
+
+void lock__drain(void)
+{
+	struct lock_owed *o, *next;
+
+	if (lock__draining)
+		return; /* an outer drain of this thread takes it */
+	lock__draining = true;
+	atomic_signal_fence(memory_order_seq_cst);
+	while ((o = atomic_exchange_explicit(&lock__list, NULL,
+					     memory_order_relaxed))) {
+		for (; o; o = next) {
+			next = o->next; /* before the bits: LOCKED-WORK */
+			atomic_signal_fence(memory_order_seq_cst);
+			o->fn(o, atomic_exchange(&o->bits, 0));
+		}
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	lock__draining = false;
+}
+
+/* ---- GATE ------------------------------------------------------------- */
+
+/* A thread exits: its slot is free again. */
+static void lock__exit(void *arg)
+{
+	struct lock__slot *s = arg;
+
+	if (s && s != &lock__slots[LOCK__SLOTS - 1])
+		atomic_store_explicit(&s->owned, 0, memory_order_release);
+}
+
+__attribute__((constructor)) static void lock__setup(void)
+{
+	lock__key_ok = pthread_key_create(&lock__key, lock__exit) == 0;
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
+		    0, 0) != 0)
+		lock__fence = true;
+}
+
+/* This thread's first lock: claim a slot (async-signal-safe: a CAS per
+ * slot; the key's value is in the thread's own table). */
+static void lock__claim(void)
+{
+	int n = atomic_load_explicit(&lock__nslots, memory_order_acquire);
+
+	for (int i = 0; i < LOCK__SLOTS - 1; i++) {
+		int free = 0;
+
+		if (atomic_compare_exchange_strong(&lock__slots[i].owned, &free,
+						   1)) {
+			while (n <= i &&
+			       !atomic_compare_exchange_weak(&lock__nslots, &n,
+							     i + 1))
+				;
+			if (lock__key_ok)
+				pthread_setspecific(lock__key, &lock__slots[i]);
+			lock__me = &lock__slots[i];
+			return;
+		}
+	}
+	lock__shared = true;
+	lock__me = &lock__slots[LOCK__SLOTS - 1];
+	atomic_store(&lock__nslots, LOCK__SLOTS);
+}
+
+void lock__enter_slow(void)
+{
+	if (!lock__me)
+		lock__claim();
+	for (;;) {
+		if (lock__shared)
+			atomic_fetch_add(&lock__me->inside, 1);
+		else
+			atomic_store(&lock__me->inside, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load(&lock__gate))
+			return;
+		/* A fork is being prepared: step out until it is done. */
+		lock__leave();
+		while (atomic_load(&lock__gate))
+			syscall(SYS_futex, &lock__gate, FUTEX_WAIT_PRIVATE, 1,
+				NULL, NULL, 0);
+	}
+}
+
+void lock_fork_prepare(void)
+{
+	int n;
+
+	pthread_mutex_lock(&lock__fork);
+	atomic_store(&lock__gate, 1);
+	if (!lock__fence)
+		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+	n = atomic_load(&lock__nslots);
+	for (int i = 0; i < n; i++) {
+		struct lock__slot *s = &lock__slots[i];
+		/* This thread's own count in the shared slot. */
+		unsigned mine = s == lock__me && lock__depth ? 1 : 0;
+
+		if (s == lock__me && !lock__shared)
+			continue;
+		while (atomic_load_explicit(&s->inside, memory_order_acquire) >
+		       mine)
+			sched_yield();
+	}
+}
+
+static void lock__open(void)
+{
+	atomic_store(&lock__gate, 0);
+	syscall(SYS_futex, &lock__gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+		NULL, 0);
+	pthread_mutex_unlock(&lock__fork);
+}
+
+void lock_fork_parent(void)
+{
+	lock__open();
+}
+
+void lock_fork_child(void)
+{
+	int n = atomic_load(&lock__nslots);
+
+	/* Only this thread exists: every other slot is free. */
+	for (int i = 0; i < n; i++) {
+		struct lock__slot *s = &lock__slots[i];
+
+		if (s == lock__me)
+			continue;
+		atomic_store(&s->owned, 0);
+		atomic_store(&s->inside, 0);
+	}
+	if (lock__shared)
+		atomic_store(&lock__me->inside, lock__depth ? 1 : 0);
+	lock__open();
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lock.h - every mutex uepoll takes, and what a signal handler may do while
+ * its thread holds one (lock.c).
+ *
+ * A ueventfd's read and write are async-signal-safe, as read(2) and write(2)
+ * on an eventfd are: a handler may call them whatever the thread it
+ * interrupted was doing, inside uepoll included.  What makes that hard is
+ * the locks: a handler that took a lock its own interrupted frame holds
+ * would wait for ever.  So every lock goes through lock_take/lock_drop,
+ * which count the calling thread's depth (a thread-local counter: the
+ * handler runs on the same thread and reads the same counter).  A
+ * ueventfd operation that finds depth > 0 does only what needs no lock
+ * (the counter's CAS, futex wakes) and leaves the rest (the walk of the
+ * watchers, the timer) as owed work on the object, queued on this thread;
+ * the interrupted frame does it when it leaves its outermost lock
+ * (lock_drop reaching depth 0, then lock__drain).  Depth 0 means the
+ * thread holds no lock of ours, so a handler may take them.
+ *
+ * The counter goes up before the lock is taken and down after it is
+ * released, so a handler that interrupts pthread_mutex_lock/unlock itself
+ * also sees depth > 0.  Signal fences keep the compiler from moving the
+ * counter's updates across the calls (only this thread and its handlers
+ * read it).
+ *
+ * Owed work (struct lock_owed): `bits` says what is owed (the owner's
+ * meaning; nonzero while queued on some thread); the first operation that
+ * sets a bit (fetch_or found 0) queues the node on its thread, holding a
+ * reference the drain drops.  The drain takes the thread's whole list
+ * (exchange), reads each node's next, then takes its bits (exchange to 0)
+ * and runs the owner's function: an operation whose fetch_or came before
+ * that exchange is covered by this run; one after it queues the node
+ * again (possibly on another thread: the node's next was read first).
+ * lock.c's LOCKED-WORK argument and models/owed.pml check this.
+ *
+ * Fork (the GATE in lock.c).  A child must find no lock held and nothing
+ * half-changed under one.  The outermost lock_take of a thread (depth 0 ->
+ * 1) publishes "inside" in the thread's slot and looks at the fork gate;
+ * the fork's prepare handler closes the gate and waits until no other
+ * thread is inside.  A thread that finds the gate closed steps out and
+ * waits for it to open.  So a fork costs the waits of the threads that are
+ * inside then (a lock's hold time), whatever the number of objects.
+ */
+#ifndef UEPOLL_LOCK_H
+#define UEPOLL_LOCK_H
+
+#include <pthread.h>
+
+#include "internal.h"
+
+#define LOCK__TLS __attribute__((tls_model("initial-exec")))
+
+/* Locks this thread holds (and is taking or dropping). */
+extern __thread unsigned lock__depth LOCK__TLS;
+
+/* A thread's published state for the fork gate: `inside` is non-zero while
+ * the thread holds (or takes) one of our locks.  One cache line each. */
+struct lock__slot {
+	_Atomic unsigned inside;
+	_Atomic int owned;
+	char pad_[UEPOLL_CACHELINE - 2 * sizeof(int)];
+};
+/* This thread's slot (NULL until its first lock), and whether it is the
+ * shared one (more threads than slots: inside is then a count). */
+extern __thread struct lock__slot *lock__me LOCK__TLS;
+extern __thread bool lock__shared LOCK__TLS;
+/* Closed (1) while a fork is being prepared. */
+extern _Atomic int lock__gate;
+/* No membarrier(2): the fast path fences instead. */
+extern bool lock__fence;
+void lock__enter_slow(void);
+
+struct lock_owed;
+/* This thread's owed work (lock.c). */
+extern __thread _Atomic(struct lock_owed *) lock__list LOCK__TLS;
+
+struct lock_owed {
+	struct lock_owed *next;	/* the owning thread's list */
+	_Atomic unsigned bits;	/* owed work; != 0 while queued */
+	/* Run by the drain with the bits it took (depth 0, no lock held);
+	 * drops the reference that queueing the node took. */
+	void (*fn)(struct lock_owed *o, unsigned bits);
+};
+
+void lock__drain(void);
+
+/* Does this thread hold (or is it taking or dropping) one of our locks? */
+static inline bool lock_held_here(void)
+{
+	return lock__depth != 0;
+}
+
+/* The outermost lock of this thread: publish it, then look at the gate
+ * (GATE in lock.c: Dekker against the fork's prepare, whose membarrier(2)
+ * stands for this side's fence). */
+static inline void lock__enter(void)
+{
+	struct lock__slot *s = lock__me;
+
+	if (unlikely(!s || lock__shared)) {
+		lock__enter_slow();
+		return;
+	}
+	atomic_store_explicit(&s->inside, 1, memory_order_relaxed);
+	if (unlikely(lock__fence))
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
+	if (unlikely(atomic_load_explicit(&lock__gate, memory_order_relaxed)))
+		lock__enter_slow();
+}
+
+static inline void lock__leave(void)
+{
+	if (likely(!lock__shared))
+		atomic_store_explicit(&lock__me->inside, 0,
+				      memory_order_release);
+	else
+		atomic_fetch_sub_explicit(&lock__me->inside, 1,
+					  memory_order_release);
+}
+
+static inline void lock_take(pthread_mutex_t *m)
+{
+	if (lock__depth++ == 0)
+		lock__enter();
+	atomic_signal_fence(memory_order_seq_cst);
+	pthread_mutex_lock(m);
+}
+
+/* Ends with the owed work queued on this thread meanwhile, once it holds
+ * no lock (not on the way out of a nested one). */
+static inline void lock_drop(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--lock__depth == 0) {
+		lock__leave();
+		if (unlikely(atomic_load_explicit(&lock__list,
+						  memory_order_relaxed)))
+			lock__drain();
+	}
+}
+
+/* fork handlers (obj.c calls them first in prepare, last after). */
+void lock_fork_prepare(void);
+void lock_fork_parent(void);
+void lock_fork_child(void);
+
+/* pthread_mutex_init with the library's attributes (adaptive, normal). */
+void lock_init(pthread_mutex_t *m);
+
+/*
+ * Owe work `bits` on o: queue it on this thread unless it is queued already
+ * (anywhere).  The caller holds a reference on the object o belongs to;
+ * hold, called only when the node is queued here, takes one more for the
+ * queue, which o->fn drops.  Async-signal-safe.
+ */
+void lock_owe(struct lock_owed *o, unsigned bits, void (*hold)(struct lock_owed *));
+
+#endif
