@@ -26,6 +26,28 @@ int t_count_fds(void)
 	return n - 1; /* the DIR's own fd */
 }
 
+/* Each open fd and what it is, to stderr (after a leak). */
+static void t_list_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		char path[300], to[256];
+		ssize_t n;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		n = readlink(path, to, sizeof(to) - 1);
+		to[n > 0 ? n : 0] = 0;
+		fprintf(stderr, "  fd %s: %s\n", e->d_name, to);
+	}
+	closedir(d);
+}
+
 void t_begin(const char *name)
 {
 	t_name = name;
@@ -39,6 +61,7 @@ int t_end(void)
 	if (fds != t_fds_at_start) {
 		fprintf(stderr, "%s: fd leak: %d fds at start, %d at end\n",
 			t_name, t_fds_at_start, fds);
+		t_list_fds();
 		t_failures++;
 	}
 	if (t_failures) {
