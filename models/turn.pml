@@ -21,7 +21,17 @@
  *                              returns 0 instead of taking the lead;
  *   MUTANT_INTR_KEEPS_LEAD     a follower promoted as a signal came returns
  *                              EINTR without handing the lead on;
- *   MUTANT_HANDOVER_TO_TAIL    the lead goes to the newest follower.
+ *   MUTANT_HANDOVER_TO_TAIL    the lead goes to the newest follower;
+ *   MUTANT_CANCEL_KEEPS_LEAD   a follower cancelled as it is promoted
+ *                              leaves without passing the lead on;
+ *   MUTANT_CANCEL_NO_HANDOVER  a leader cancelled in its wait leaves
+ *                              without handing over.
+ * Cancellation (pthread_cancel of a thread blocked in the wait, turn.c
+ * CANCELLATION): a follower may be cancelled in its sleep and a leader in
+ * its port_wait; the thread then runs the cleanup handler and is gone (no
+ * more rounds).  Only thread 0 is cancelled (as leader or as follower,
+ * whichever it is then), which keeps the state space near its size
+ * without cancellation.
  */
 #define NT 3
 #define ROUNDS 2
@@ -114,7 +124,7 @@ inline leave(me) {
 proctype thread(byte me)
 {
 	byte round = 0, j, k;
-	bit timed;
+	bit timed, cancelled;
 	byte lead;
 
 	do
@@ -164,6 +174,20 @@ endf:			if
 					:: else -> leave(me)
 					fi
 				}
+			:: me == 0 -> /* cancelled: turn__cancelled */
+				cancelled = 1;
+				atomic {
+					if
+					:: promoted[me] ->
+						promoted[me] = 0;
+#ifdef MUTANT_CANCEL_KEEPS_LEAD
+						role[me] = IDLE
+#else
+						role[me] = LEAD; lead = 2 /* turn__pass */
+#endif
+					:: else -> leave(me)
+					fi
+				}
 			fi
 		:: else
 		fi;
@@ -173,13 +197,25 @@ endl:			if
 			:: atomic { events > 0 -> events--; consumed++ }
 			:: timed
 			:: true /* EINTR */
+			:: me == 0 -> /* cancelled: the handover is a cleanup
+					* handler */
+				cancelled = 1;
+#ifdef MUTANT_CANCEL_NO_HANDOVER
+				atomic { role[me] = IDLE };
+				goto gone
+#endif
 			fi;
 			handover(me)
 		:: lead == 2 -> handover(me)
 		:: else
+		fi;
+		if
+		:: cancelled -> break
+		:: else
 		fi
 	:: else -> break
-	od
+	od;
+gone:	skip
 }
 
 active proctype producer()
