@@ -13,8 +13,13 @@
  *    close() leaks the userspace object until its fd number is reused by a
  *    later ueventfd()/uepoll_create1(), which then reclaims it.  dup() of these
  *    fds gives a kernel fd that does not share the userspace state.
- *  - A uepoll instance uses two kernel fds (its epoll fd, which is the fd you
- *    get, and a private eventfd "doorbell"); a ueventfd uses one.
+ *    uepoll_close() frees the number at once, as close(2) does, even while
+ *    another thread is inside a call on the object (that call goes on until
+ *    it returns, as in the kernel).
+ *  - A ueventfd uses two kernel fds (its eventfd, which is the fd you get,
+ *    and a private duplicate the library works on); a uepoll instance three
+ *    (its epoll fd, a private duplicate, and a private eventfd "doorbell").
+ *    With fewer free, ueventfd() and uepoll_create1() fail with EMFILE.
  *  - The fd of a ueventfd, seen by poll()/select()/a kernel epoll, is readable
  *    whenever the counter is non-zero; it may also stay readable after a
  *    uepoll_read() emptied the counter, until the second uepoll_read() in a row
@@ -26,7 +31,20 @@
  *  - After fork() each process has its own copy of the userspace state (a
  *    ueventfd's counter is not shared, unlike an eventfd's; kernel fds are):
  *    use the objects in one process, and close them in the other with
- *    uepoll_close() or leave them alone.
+ *    uepoll_close() or leave them alone.  The child may use uepoll whatever
+ *    the parent's other threads were doing in it at the fork.
+ *  - Writes that signal handlers make while their thread is inside uepoll
+ *    (below) reach the watchers when that thread leaves uepoll's lock, and
+ *    several reach an edge-triggered watcher as one event.
+ *
+ * Threads, signals, cancellation:
+ *  - Every function is thread-safe.
+ *  - uepoll_read/uepoll_write (ueventfd_read/ueventfd_write) are
+ *    async-signal-safe, as read(2)/write(2) are: a signal handler may write a
+ *    ueventfd whatever its thread was doing.  The other functions are not.
+ *  - uepoll_wait, uepoll_pwait, uepoll_pwait2, uepoll_read and uepoll_write
+ *    are cancellation points, as the kernel calls are; a thread cancelled
+ *    in one leaves nothing behind.  No other function is one.
  *  - The fd of a uepoll instance, seen by poll()/select()/a kernel epoll or
  *    another event loop, is readable whenever uepoll_wait() would return events.
  *    After a uepoll_wait() returned the last ready event it may stay readable
@@ -134,7 +152,11 @@ int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event);
  *    or by instances in forked processes): the kernel's own exclusive
  *    wakeup picks the instance; each instance that receives an event of the
  *    fd then moves its registration to the back of the fd's wait queue with
- *    EPOLL_CTL_DEL + EPOLL_CTL_ADD: two system calls per wakeup.
+ *    EPOLL_CTL_DEL + EPOLL_CTL_ADD: two system calls per wakeup.  With
+ *    EPOLLET the move waits until a later wait of the instance finds the fd
+ *    drained (one more system call, a zero-timeout poll), so that it never
+ *    reports a readiness already reported: every other flag keeps its
+ *    meaning.
  *  - Turns go to sleeping instances only: a worker that is already running
  *    keeps taking whatever its next wait finds (a level-triggered listener
  *    stays ready while its backlog is not empty), so round robin evens out
@@ -290,8 +312,8 @@ int ueventfd_write(int fd, eventfd_t value);
  *    that reaches count.  The last write of a burst is delivered too.
  *  - When no one sleeps on the ueventfd a write makes no system call, with
  *    or without a delay.  A held wakeup is run by one process-wide thread
- *    ("uepoll-timer", started on the first held wakeup, all signals
- *    blocked, allowed the CPUs the process had when the library was
+ *    ("uepoll-timer", started when a ueventfd is first given a delay, all
+ *    signals blocked, allowed the CPUs the process had when the library was
  *    loaded, whatever the pinning of the thread that started it), which
  *    sleeps with no timeout while nothing is pending: no
  *    timer is armed and nothing runs then.
@@ -326,7 +348,10 @@ int ueventfd_write(int fd, eventfd_t value);
  * after ueventfd() to set it "at creation").
  * ueventfd_coalesce(fd, set, old): set may be NULL (only read), old may be
  * NULL; old receives the setting in force before the call.  0, or -1 with
- * errno EBADF (fd is not a ueventfd) or EINVAL (bad set).
+ * errno EBADF (fd is not a ueventfd), EINVAL (bad set), ENOMEM or EAGAIN
+ * (the first delay of a ueventfd reserves room for its timer and starts
+ * the timer thread if it is not running, and that failed; nothing
+ * changed).
  */
 #define UEVENTFD_COALESCE_MAX_US 100000u
 #define UEVENTFD_HOLD_WRITES 0x1u
