@@ -125,13 +125,15 @@ static int64_t api__deadline(int64_t ns)
 
 /*
  * The kernel checks maxevents before it looks at the fd, so that order is
- * kept here; an fd that is not an instance goes to the kernel call.
+ * kept here; an fd that is not an instance goes to the kernel call.  The
+ * call's reference is dropped however the wait ends (CANCELLATION).
  */
 static int api__wait(struct uobj *o, struct epoll_event *events,
 		     int maxevents, int64_t timeout_ns, const sigset_t *sigmask)
 {
 	int r;
 
+	pthread_cleanup_push(api__put, o);
 	if (maxevents <= 0 || maxevents > UEP_MAX_EVENTS)
 		r = -EINVAL;
 	else if (o->type != UOBJ_PORT)
@@ -139,20 +141,8 @@ static int api__wait(struct uobj *o, struct epoll_event *events,
 	else
 		r = turn_wait((struct port *)o, events, maxevents,
 			      api__deadline(timeout_ns), sigmask);
-	return (int)api__ret(r);
-}
-
-/* api__wait with the call's reference dropped however it ends. */
-static int api__wait_ref(struct uobj *o, struct epoll_event *events,
-			 int maxevents, int64_t timeout_ns,
-			 const sigset_t *sigmask)
-{
-	int r;
-
-	pthread_cleanup_push(api__put, o);
-	r = api__wait(o, events, maxevents, timeout_ns, sigmask);
 	pthread_cleanup_pop(1);
-	return r;
+	return (int)api__ret(r);
 }
 
 UEPOLL_API int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
@@ -164,7 +154,7 @@ UEPOLL_API int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 	o = fdtab_get(epfd);
 	if (!o)
 		return epoll_wait(epfd, events, maxevents, timeout);
-	return api__wait_ref(o, events, maxevents,
+	return api__wait(o, events, maxevents,
 			     timeout < 0 ? -1 : (int64_t)timeout * 1000000,
 			     NULL);
 }
@@ -178,7 +168,7 @@ UEPOLL_API int uepoll_pwait(int epfd, struct epoll_event *events,
 	o = fdtab_get(epfd);
 	if (!o)
 		return epoll_pwait(epfd, events, maxevents, timeout, sigmask);
-	return api__wait_ref(o, events, maxevents,
+	return api__wait(o, events, maxevents,
 			     timeout < 0 ? -1 : (int64_t)timeout * 1000000,
 			     sigmask);
 }
@@ -204,7 +194,7 @@ UEPOLL_API int uepoll_pwait2(int epfd, struct epoll_event *events,
 	o = fdtab_get(epfd);
 	if (!o)
 		return epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
-	return api__wait_ref(o, events, maxevents, ns, sigmask);
+	return api__wait(o, events, maxevents, ns, sigmask);
 }
 
 UEPOLL_API int ueventfd(unsigned int initval, int flags)

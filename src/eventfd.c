@@ -188,21 +188,16 @@ static bool uefd__long_write_ok(void)
 				    memory_order_relaxed) == 1;
 }
 
-/* Set the coalescing delay (0: none); reserves the timer's room the first
- * time a delay is set, so that a write never has to (timer.h).  wq.lock
- * held, or the object not yet published. */
-static int uefd__set_delay(struct uefd *e, uint32_t delay_bits)
+/* A ueventfd made with the environment's delay (not published yet, no
+ * lock): reserve its timer's room, so that a write never has to (timer.h);
+ * none can be had: no delay. */
+static void uefd__default_delay(struct uefd *e, uint32_t delay_us)
 {
-	if ((delay_bits & ~UEFD_HOLD_BIT) && !e->co_reserved) {
-		int r = timer_reserve();
-
-		if (r < 0)
-			return r;
+	if (delay_us && timer_reserve() == 0)
 		e->co_reserved = true;
-	}
-	atomic_store_explicit(&e->co_delay_us, delay_bits,
-			      memory_order_relaxed);
-	return 0;
+	else
+		delay_us = 0;
+	atomic_init(&e->co_delay_us, delay_us);
 }
 
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
@@ -244,9 +239,7 @@ int uefd_create(unsigned int initval, int flags)
 	uefd__default(&dflt);
 	if (e->semaphore)
 		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
-	/* A default delay that cannot get its timer's room: none. */
-	if (uefd__set_delay(e, dflt.delay_us) < 0)
-		atomic_init(&e->co_delay_us, 0);
+	uefd__default_delay(e, dflt.delay_us);
 	atomic_init(&e->co_count, dflt.count);
 	atomic_init(&e->held, 0);
 	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
@@ -625,8 +618,9 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 		  struct ueventfd_coalesce *old)
 {
 	struct ueventfd_coalesce o;
+	bool reserved = false;
 	uint32_t d;
-	int r = 0;
+	int r;
 
 	if (set && ((set->flags & ~UEVENTFD_HOLD_WRITES) ||
 		    set->delay_us > UEVENTFD_COALESCE_MAX_US ||
@@ -636,24 +630,37 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 	if (set && e->semaphore && set->delay_us)
 		return -EINVAL;
 	timer_ensure();
+	/* A delay needs room in the timer's heap, reserved before the lock
+	 * (the timer's lock nests with none of ours); the first one is kept,
+	 * a second given back. */
+	if (set && set->delay_us) {
+		r = timer_reserve();
+		if (r < 0)
+			return r;
+		reserved = true;
+	}
 	lock_take(&e->wq.lock);
 	d = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
 	o.delay_us = d & ~UEFD_HOLD_BIT;
 	o.flags = d & UEFD_HOLD_BIT ? UEVENTFD_HOLD_WRITES : 0;
 	o.count = atomic_load_explicit(&e->co_count, memory_order_relaxed);
 	if (set) {
-		r = uefd__set_delay(e, set->delay_us |
-					       (set->flags &
-							UEVENTFD_HOLD_WRITES
-						? UEFD_HOLD_BIT
-						: 0));
-		if (!r)
-			atomic_store_explicit(&e->co_count, set->count,
-					      memory_order_relaxed);
+		if (reserved && !e->co_reserved) {
+			e->co_reserved = true;
+			reserved = false;
+		}
+		atomic_store_explicit(&e->co_count, set->count,
+				      memory_order_relaxed);
+		atomic_store_explicit(&e->co_delay_us,
+				      set->delay_us |
+					      (set->flags & UEVENTFD_HOLD_WRITES
+						       ? UEFD_HOLD_BIT
+						       : 0),
+				      memory_order_relaxed);
 	}
 	lock_drop(&e->wq.lock);
-	if (r < 0)
-		return r;
+	if (reserved)
+		timer_unreserve();
 	/* A new setting ends the wakeup held under the old one (early is
 	 * always within the bound), and shows the writes it held. */
 	if (set)

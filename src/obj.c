@@ -4,9 +4,9 @@
  *
  * LIVE LIST.  An object is on obj__live from the end of its creation
  * (uobj_live, before it is published) to the end of its release
- * (uobj_free), under obj__lock.  Its locks are initialised before it joins
- * and never destroyed (the memory is type-stable), so whatever else happens
- * to it meanwhile, the fork handlers may take them.
+ * (uobj_free), under obj__lock: a forked child repairs what is on it (FORK).
+ * Its locks are initialised before it joins and never destroyed (the memory
+ * is type-stable), so that a child may finish its release.
  *
  * FORK.  A child has only the thread that called fork(), and a copy of
  * memory as the other threads left it: a lock one of them held stays held

@@ -199,8 +199,8 @@ int port_create(int flags, unsigned int uflags)
 	r = sys_epoll_ctl(o->kfd, EPOLL_CTL_ADD, p->dbfd, &dbev);
 	if (r < 0)
 		goto err;
-	/* Locks are set up once per incarnation and never destroyed (obj.h:
-	 * the fork handlers may take them while the object is live). */
+	/* Locks are never destroyed: the memory is type-stable, and a forked
+	 * child may finish a release (FORK in obj.c). */
 	lock_init(&p->mtx);
 	lock_init(&p->wlock);
 	list_init(&p->items);

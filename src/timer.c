@@ -43,8 +43,8 @@
  * fd number is free then, as after close(2).
  *
  * fork: the child has no timer thread.  obj.c's fork handlers hold the
- * lock across fork (the heap is consistent in the child); the child resets
- * the conditions and starts no thread (the child's ueventfds deliver what
+ * lock across fork, after the fork gate (the heap is consistent in the
+ * child); the child resets the conditions and starts no thread (the child's ueventfds deliver what
  * they held at once, eventfd.c's fork_child; the child's next ueventfd()
  * or ueventfd_coalesce() starts a thread again: timer_ensure).
  */

@@ -60,7 +60,7 @@ bool timer_cancel(struct timer *t);
 void timer_wait_idle(struct timer *t);
 /* In a forked child: was the parent's thread running t at the fork? */
 bool timer_was_running(struct timer *t);
-/* fork handlers (obj.c calls them, in its lock order). */
+/* fork handlers (obj.c calls them after the fork gate, lock.c). */
 void timer_fork_prepare(void);
 void timer_fork_parent(void);
 void timer_fork_child(void);
