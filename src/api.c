@@ -26,7 +26,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <unistd.h>
 
 #include "uepoll.h"
 
@@ -153,7 +152,8 @@ UEPOLL_API int uepoll_wait(int epfd, struct epoll_event *events, int maxevents,
 	pthread_testcancel();
 	o = fdtab_get(epfd);
 	if (!o)
-		return epoll_wait(epfd, events, maxevents, timeout);
+		return sys_pass_epoll_pwait(epfd, events, maxevents, timeout,
+					    NULL);
 	return api__wait(o, events, maxevents,
 			     timeout < 0 ? -1 : (int64_t)timeout * 1000000,
 			     NULL);
@@ -167,7 +167,8 @@ UEPOLL_API int uepoll_pwait(int epfd, struct epoll_event *events,
 	pthread_testcancel();
 	o = fdtab_get(epfd);
 	if (!o)
-		return epoll_pwait(epfd, events, maxevents, timeout, sigmask);
+		return sys_pass_epoll_pwait(epfd, events, maxevents, timeout,
+					    sigmask);
 	return api__wait(o, events, maxevents,
 			     timeout < 0 ? -1 : (int64_t)timeout * 1000000,
 			     sigmask);
@@ -193,7 +194,8 @@ UEPOLL_API int uepoll_pwait2(int epfd, struct epoll_event *events,
 	pthread_testcancel();
 	o = fdtab_get(epfd);
 	if (!o)
-		return epoll_pwait2(epfd, events, maxevents, timeout, sigmask);
+		return sys_pass_epoll_pwait2(epfd, events, maxevents, timeout,
+					     sigmask);
 	return api__wait(o, events, maxevents, ns, sigmask);
 }
 
@@ -212,7 +214,7 @@ UEPOLL_API ssize_t uepoll_read(int fd, void *buf, size_t count)
 	if (!o || o->type != UOBJ_EVENTFD) {
 		if (o)
 			uobj_put(o);
-		return read(fd, buf, count);
+		return sys_pass_read(fd, buf, count);
 	}
 	pthread_cleanup_push(api__put, o);
 	r = uefd_read((struct uefd *)o, buf, count);
@@ -230,7 +232,7 @@ UEPOLL_API ssize_t uepoll_write(int fd, const void *buf, size_t count)
 	if (!o || o->type != UOBJ_EVENTFD) {
 		if (o)
 			uobj_put(o);
-		return write(fd, buf, count);
+		return sys_pass_write(fd, buf, count);
 	}
 	pthread_cleanup_push(api__put, o);
 	r = uefd_write((struct uefd *)o, buf, count);
@@ -243,7 +245,7 @@ UEPOLL_API int uepoll_close(int fd)
 	struct uobj *o = fdtab_get(fd);
 
 	if (!o)
-		return close(fd);
+		return sys_pass_close(fd);
 	if (!fdtab_clear(fd, o)) {
 		/* Another thread closed it first. */
 		uobj_put(o);

@@ -257,6 +257,34 @@ short sys_poll_now(int fd, short events)
 	return pfd.revents;
 }
 
+ssize_t sys_pass_read(int fd, void *buf, size_t n)
+{
+	return read(fd, buf, n);
+}
+
+ssize_t sys_pass_write(int fd, const void *buf, size_t n)
+{
+	return write(fd, buf, n);
+}
+
+int sys_pass_close(int fd)
+{
+	return close(fd);
+}
+
+int sys_pass_epoll_pwait(int epfd, struct epoll_event *evs, int max,
+			 int timeout, const sigset_t *sigmask)
+{
+	return epoll_pwait(epfd, evs, max, timeout, sigmask);
+}
+
+int sys_pass_epoll_pwait2(int epfd, struct epoll_event *evs, int max,
+			  const struct timespec *timeout,
+			  const sigset_t *sigmask)
+{
+	return epoll_pwait2(epfd, evs, max, timeout, sigmask);
+}
+
 uint64_t sys_now_ns(void)
 {
 	struct timespec ts;

@@ -55,6 +55,19 @@ int sys_ppoll_in(int fd, const struct timespec *timeout,
 		 const sigset_t *sigmask);
 /* The poll mask of fd now, without sleeping (0 if none or on error). */
 short sys_poll_now(int fd, short events);
+/*
+ * A program's own fd, passed through by uepoll's entry points: libc's call
+ * as the program would have made it (-1 and errno as it sets them; a
+ * cancellation point where it is one).
+ */
+ssize_t sys_pass_read(int fd, void *buf, size_t n);
+ssize_t sys_pass_write(int fd, const void *buf, size_t n);
+int sys_pass_close(int fd);
+int sys_pass_epoll_pwait(int epfd, struct epoll_event *evs, int max,
+			 int timeout, const sigset_t *sigmask);
+int sys_pass_epoll_pwait2(int epfd, struct epoll_event *evs, int max,
+			  const struct timespec *timeout,
+			  const sigset_t *sigmask);
 uint64_t sys_now_ns(void);
 /* The time from now to deadline (CLOCK_MONOTONIC ns), 0 once it passed. */
 void sys_time_left(int64_t deadline, struct timespec *ts);

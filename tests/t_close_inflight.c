@@ -265,14 +265,6 @@ static void inst_case(enum mode mode, enum take take)
  * a private fd, and ThreadSanitizer sees no race in them); the other builds
  * run the kernel's too.
  */
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#endif
 #ifdef T_TSAN
 static const int t_tsan = 1;
 #else

@@ -370,14 +370,6 @@ static void test_close_and_change_deliver(void)
 	CHECK_EQ(uepoll_close(b.fd), 0);
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#endif
 
 /* A forked child has no timer thread until it needs one. */
 static void test_fork(void)

@@ -48,14 +48,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#endif
 
 #define WAITER_TIMEOUT_MS 300
 

@@ -51,14 +51,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define T_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define T_TSAN 1
-#endif
 
 #ifdef T_TSAN
 /* ThreadSanitizer sleeps a second at exit while other threads run (the

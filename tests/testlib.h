@@ -18,6 +18,16 @@
 
 #include "uepoll.h"
 
+/* T_TSAN: built with ThreadSanitizer (which cannot, for one, start threads
+ * in the child of a multi-threaded fork: the tests that would skip that). */
+#if defined(__SANITIZE_THREAD__)
+#define T_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define T_TSAN 1
+#endif
+#endif
+
 extern int t_failures;
 
 void t_begin(const char *name);
