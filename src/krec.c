@@ -205,6 +205,22 @@ static void krec__set_fd(struct krec *n, int fd, const struct epoll_event *ev,
 	atomic_store_explicit(&n->fd, fd, memory_order_release);
 }
 
+/* A ctl the kernel is to refuse, leaving record n and the registration it
+ * stands for unchanged: the kernel answers (errno included), given n's
+ * current data and none of our bits.  Drops mtx. */
+static int krec__answer(struct port *p, struct krec *n, int op, int fd,
+			const struct epoll_event *ev)
+{
+	struct epoll_event kev = *ev;
+	int r;
+
+	kev.events &= ~(EPOLLROUNDROBIN | EPOLLURGENT);
+	kev.data.u64 = krec__data(n);
+	r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
+	lock_drop(&p->mtx);
+	return r;
+}
+
 /* Keep nkernel (kernel registrations of p, never below the true number)
  * after a successful kernel ctl. */
 static void krec__count(struct port *p, int op)
@@ -242,12 +258,7 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 		/* The kernel refuses MOD of (or to) an exclusive registration
 		 * after its EBADF checks: let it answer, with the record (and
 		 * the data the kernel has) unchanged. */
-		kev = *ev;
-		kev.events &= ~ours;
-		kev.data.u64 = krec__data(n);
-		r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
-		lock_drop(&p->mtx);
-		return r;
+		return krec__answer(p, n, op, fd, ev);
 	}
 	if (rec) {
 		/* ADD always makes a new record (an existing one is the
@@ -401,12 +412,7 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	}
 	if (n && op == EPOLL_CTL_ADD) {
 		/* Registered already: the kernel's EEXIST, nothing changed. */
-		kev = *ev;
-		kev.events &= ~EPOLLURGENT;
-		kev.data.u64 = krec__data(n);
-		r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
-		lock_drop(&p->mtx);
-		return r;
+		return krec__answer(p, n, op, fd, ev);
 	}
 	if (op == EPOLL_CTL_ADD) {
 		n = krec__new(p);
