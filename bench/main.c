@@ -42,7 +42,7 @@ static void usage(FILE *f)
 	      "  --reps N      repetitions per row (default: per scenario)\n"
 	      "  --rows PAT    only the rows whose \"system variant\" contains "
 	      "PAT\n"
-	      "                (e.g. --rows 'uepoll efd/oneshot/readyq')\n"
+	      "                (e.g. --rows 'uepoll efd/oneshot/wake')\n"
 	      "  --set K=V     override a scenario parameter (e.g. --set "
 	      "W=50)\n"
 	      "  --timeout S   watchdog limit per rep (default 120, quick 60)\n"

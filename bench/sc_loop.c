@@ -27,8 +27,8 @@ static void loop_size(bool quick, struct params *p, int *reps)
 	*reps = quick ? 1 : 5;
 }
 
-/* One line per variant; the uepoll-only rows pick the ready queue and
- * compare with the kernel row of the same source. */
+/* One line per variant (a uepoll-only row names the kernel row it compares
+ * with in `pair`). */
 static const struct loop_variant {
 	const char *name;
 	enum src_kind src;
@@ -38,10 +38,6 @@ static const struct loop_variant {
 } loop_variants[] = {
 	{ "pipe", SRC_PIPE, 0, SYSM_KU, "" },
 	{ "efd", SRC_EFD, 0, SYSM_KU, "" },
-	{ "efd/readyq=wfcq", SRC_EFD, UEPOLL_READYQ_WFCQ, SYSM(SYS_UEPOLL),
-	  "efd" },
-	{ "efd/readyq=locked", SRC_EFD, UEPOLL_READYQ_LOCKED, SYSM(SYS_UEPOLL),
-	  "efd" },
 };
 
 static int loop_cases(struct bcase *out, int max)

@@ -88,22 +88,16 @@ static const struct os_variant {
 	uint32_t pwork_ns; /* 0: the pwork_ns parameter */
 } os_variants[] = {
 	{ "efd/oneshot", 0, SYSM_KU, "efd/oneshot", 0 },
-	{ "efd/oneshot/readyq=wfcq", UEPOLL_READYQ_WFCQ, SYSM(SYS_UEPOLL),
-	  "efd/oneshot", 0 },
-	{ "efd/oneshot/readyq=locked", UEPOLL_READYQ_LOCKED, SYSM(SYS_UEPOLL),
-	  "efd/oneshot", 0 },
 	/* The waiters in FIFO order (UEPOLL_WAKE_FIFO): its handover cost in
 	 * a busy work queue. */
 	{ "efd/oneshot/wake=fifo", UEPOLL_WAKE_FIFO, SYSM(SYS_UEPOLL),
 	  "efd/oneshot", 0 },
 	/* Producers that do 1 us of work per write: the waiters often find
 	 * nothing and would sleep; with and without the spin before a sleep
-	 * (UEPOLL_NOSPIN), and with the locked queue. */
+	 * (UEPOLL_NOSPIN). */
 	{ "efd/oneshot/work=1us", 0, SYSM_KU, "efd/oneshot/work=1us", 1000 },
 	{ "efd/oneshot/work=1us/nospin", UEPOLL_NOSPIN, SYSM(SYS_UEPOLL),
 	  "efd/oneshot/work=1us", 1000 },
-	{ "efd/oneshot/work=1us/readyq=locked", UEPOLL_READYQ_LOCKED,
-	  SYSM(SYS_UEPOLL), "efd/oneshot/work=1us", 1000 },
 };
 
 static int os_cases(struct bcase *out, int max)

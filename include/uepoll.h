@@ -74,14 +74,7 @@ int uepoll_create1(int flags);
 
 /*
  * uepoll_create1() with uepoll's own options in uflags (EINVAL for unknown
- * bits), kept apart from flags so that flags stay exactly the kernel's:
- *   UEPOLL_READYQ_WFCQ    ready queue on a wait-free concurrent queue
- *                         (liburcu's wfcqueue): sources enqueue without any
- *                         lock of the instance.  The default.
- *   UEPOLL_READYQ_LOCKED  ready queue as one list under one mutex, as in the
- *                         kernel; kept to compare against.
- * With neither, the environment variable UEPOLL_READYQ=locked|wfcq (read
- * once per process) picks, else the wait-free queue.
+ * bits), kept apart from flags so that flags stay exactly the kernel's.
  *
  * Which of the instance's blocked threads takes a wakeup:
  *   UEPOLL_WAKE_LIFO      the thread that blocked last, as the kernel does
@@ -118,8 +111,8 @@ int uepoll_create1(int flags);
  *   UEPOLL_NOSPIN         this instance's waits never spin: they block at
  *                         once, as the kernel's epoll_wait does.
  */
-#define UEPOLL_READYQ_WFCQ 0x1u
-#define UEPOLL_READYQ_LOCKED 0x2u
+/* 0x1u and 0x2u chose the ready queue's kind until 0.2 (one kind now):
+ * reserved, EINVAL. */
 #define UEPOLL_WAKE_LIFO 0x4u
 #define UEPOLL_WAKE_FIFO 0x8u
 #define UEPOLL_NOSPIN 0x10u

@@ -8,7 +8,7 @@
 # input that makes uepoll and the kernel differ (or crash, leak, hang) is
 # saved in build-fuzz/fuzz-artifacts/ and replayed with
 #   build-fuzz/tests/fuzz_diff FILE
-# UEPOLL_READYQ=locked|wfcq picks the ready queue; FUZZ_ARGS adds libFuzzer
+# FUZZ_ARGS adds libFuzzer
 # flags (e.g. FUZZ_ARGS=-max_len=4096).  Exit status 0 iff no divergence.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +21,7 @@ cmake --build "$dir" -j"$(nproc)" --target fuzz_diff >/dev/null
 mkdir -p "$dir/fuzz-corpus" "$dir/fuzz-artifacts"
 log="$dir/fuzz-$(date -u +%Y%m%dT%H%M%S).log"
 before=$(ls "$dir/fuzz-artifacts" | wc -l)
-echo "fuzzing for ${secs}s (ready queue ${UEPOLL_READYQ:-wfcq}); log: $log"
+echo "fuzzing for ${secs}s; log: $log"
 start=$(date +%s)
 set +e
 # shellcheck disable=SC2086

@@ -5,8 +5,7 @@
 #   build-asan/  AddressSanitizer + UBSan (LeakSanitizer forced on), and a
 #                bounded run of the differential fuzzer (tests/fuzz/)
 #   build-tsan/  ThreadSanitizer
-# and each build's tests twice: with the wait-free and with the locked ready
-# queue.  Every test also checks that it leaked no fd; the spin models run
+# Every test also checks that it leaked no fd; the spin models run
 # as a test too (once: they do not depend on the build).  Exit status 0 iff all pass.
 # Environment: UEPOLL_TEST_SEED replays a seed; UEPOLL_TEST_ONLY=default|asan|tsan
 # runs one build only.
@@ -27,34 +26,26 @@ run_build() {
 	echo "== $name build ($dir)"
 	cmake -S . -B "$dir" -DUEPOLL_WERROR=ON -DUEPOLL_BENCH=ON "$@" >/dev/null
 	cmake --build "$dir" -j"$jobs" >/dev/null
-	# Every instance's ready queue is of one kind per run: both kinds are
-	# tested in every build.
-	local q
-	for q in wfcq locked; do
-		echo "== $name tests, ready queue $q"
-		local log="$dir/ctest-$q.log"
-		# The spin models do not depend on the build or the queue:
-		# they run once, in the default build's first run.
-		local skip=()
-		if [ "$name" != default ] || [ "$q" != wfcq ]; then
-			skip=(-E '^models$')
-		fi
-		# LeakSanitizer on in the ASan build whatever the caller's
-		# ASAN_OPTIONS say (harmless elsewhere).
-		if UEPOLL_READYQ=$q UEPOLL_TEST_SCALE=$scale \
-			ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" \
-			ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}" >"$log" 2>&1; then
-			:
-		else
-			status=1
-		fi
-		tail -n 40 "$log" | grep -E "tests passed|Failed|\*\*\*|Not Run|Timeout" || true
-		local p f
-		p=$(grep -cE "Test +#[0-9]+: .* Passed" "$log" || true)
-		f=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .* Failed" "$log" || true)
-		total_pass=$((total_pass + p))
-		total_fail=$((total_fail + f))
-	done
+	local log="$dir/ctest.log"
+	# The spin models do not depend on the build: they run once, in the
+	# default build.
+	local skip=()
+	[ "$name" != default ] && skip=(-E '^models$')
+	# LeakSanitizer on in the ASan build whatever the caller's
+	# ASAN_OPTIONS say (harmless elsewhere).
+	if UEPOLL_TEST_SCALE=$scale \
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1" \
+		ctest --test-dir "$dir" --output-on-failure -j"$jobs" "${skip[@]}" >"$log" 2>&1; then
+		:
+	else
+		status=1
+	fi
+	tail -n 40 "$log" | grep -E "tests passed|Failed|\*\*\*|Not Run|Timeout" || true
+	local p f
+	p=$(grep -cE "Test +#[0-9]+: .* Passed" "$log" || true)
+	f=$(grep -cE "Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .* Failed" "$log" || true)
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
 }
 
 run_build default build-test 1 -DCMAKE_BUILD_TYPE=RelWithDebInfo

@@ -55,12 +55,11 @@ UEPOLL_API int uepoll_create1(int flags)
 
 UEPOLL_API int uepoll_create2(int flags, unsigned int uflags)
 {
-	const unsigned int q = UEPOLL_READYQ_WFCQ | UEPOLL_READYQ_LOCKED;
 	const unsigned int w = UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO;
 
 	/* Two choices of one kind contradict each other. */
-	if (flags & ~EPOLL_CLOEXEC || uflags & ~(q | w | UEPOLL_NOSPIN) ||
-	    (uflags & q) == q || (uflags & w) == w)
+	if (flags & ~EPOLL_CLOEXEC || uflags & ~(w | UEPOLL_NOSPIN) ||
+	    (uflags & w) == w)
 		return (int)api__ret(-EINVAL);
 	return (int)api__ret(port_create(flags, uflags));
 }

@@ -4,9 +4,12 @@
  * instance: the counterpart of the kernel's epitem.
  *
  * Each field says what protects it.  The item is linked in three places: the
- * instance's ready queue (rdlink), the source's wait queue (wqlink) and the
+ * instance's ready queue (qnode), the source's wait queue (wqlink) and the
  * instance's list of items (portlink).  It is freed only after it has been
- * unlinked from all three, with the instance's mtx held (port.c).
+ * unlinked from its source's wait queue and the instance's list (with the
+ * instance's mtx held: port.c) and is off the ready queue: rq_retire frees
+ * an IDLE item at once; a QUEUED one is marked DEAD and freed by the
+ * harvest or prune that dequeues it, under the queue's lock alone.
  */
 #ifndef UEPOLL_ITEM_H
 #define UEPOLL_ITEM_H
@@ -27,33 +30,11 @@ enum item_state {
 	ITEM_DEAD = 2,   /* removed while queued: the dequeuer frees it */
 };
 
-/*
- * UEPOLL_LAYOUT_SPREAD (cmake -DUEPOLL_LAYOUT_SPREAD=ON) exists only for the
- * layout benchmark (scripts/cachegrind-loop.sh): it rebuilds the "before" of
- * proposal 003, the hot fields spread over three cache lines with the cold
- * links between them, in a plain malloc'd block, as the kernel's epitem was.
- */
-#ifdef UEPOLL_LAYOUT_SPREAD
-#define ITEM__SPREAD(n) char spread##n[UEPOLL_CACHELINE - 16];
-#define ITEM__ALIGN
-#else
-#define ITEM__SPREAD(n)
-/* Its own cache line(s): the hot part is one line, shared with nothing. */
-#define ITEM__ALIGN _Alignas(UEPOLL_CACHELINE)
-#endif
-
 struct item {
 	/* --- hot: touched by the signal and delivery paths --- */
-	/* Ready-queue link, by the instance's queue kind (readyq.c). */
-	ITEM__ALIGN union {
-		struct list rdlink;		/* locked queue */
-		struct cds_wfcq_node qnode;	/* wait-free queue */
-	};
-#ifdef UEPOLL_LAYOUT_SPREAD
-	struct list wqlink;
-	struct list portlink;
-	ITEM__SPREAD(1)
-#endif
+	/* Ready-queue link (readyq.c).  The item has its own cache line(s):
+	 * the hot part is one line, shared with nothing. */
+	_Alignas(UEPOLL_CACHELINE) struct cds_wfcq_node qnode;
 	/* enum item_state.  IDLE->QUEUED by a CAS (whoever wins enqueues);
 	 * QUEUED->IDLE by the dequeuer; QUEUED->DEAD by removal. */
 	_Atomic uint32_t state;
@@ -69,29 +50,22 @@ struct item {
 	_Atomic bool armed;
 	/* Counted in the source's wq->nout (registered with EPOLLOUT). */
 	_Atomic bool out;
-	/* RQ_LOCKED: on a batching waiter's hold list instead of the queue
-	 * (not counted in the queue's count).  rq->lock. */
-	bool held;
 	/* The batch (rq_batch.gen) that last delivered it: a batching wait
 	 * never returns one registration twice.  rq->lock. */
 	uint32_t batch;
-	ITEM__SPREAD(2)
 	/* User data: written by ctl with the queue's consumer lock held,
 	 * read by harvests under the same lock. */
 	uint64_t data;
 	/* Immutable for the item's life. */
 	struct uobj *src;
 	struct port *port;
-#ifndef UEPOLL_LAYOUT_SPREAD
 	/* --- cold --- */
 	/* Source wait queue link: the source's wq lock. */
 	struct list wqlink;
 	/* Instance item list: the instance's mtx. */
 	struct list portlink;
-#endif
 };
 
-#ifndef UEPOLL_LAYOUT_SPREAD
 /* Proposal 003: the signal and delivery paths touch one cache line. */
 _Static_assert(offsetof(struct item, wqlink) <= UEPOLL_CACHELINE,
 	       "hot item fields must fit in the first cache line");
@@ -99,24 +73,16 @@ _Static_assert(offsetof(struct item, port) + sizeof(void *) <= UEPOLL_CACHELINE,
 	       "hot item fields must fit in the first cache line");
 _Static_assert(_Alignof(struct item) == UEPOLL_CACHELINE,
 	       "an item starts a cache line");
-#else
-_Static_assert(offsetof(struct item, data) >= 2 * UEPOLL_CACHELINE,
-	       "the spread layout puts the hot fields on three lines");
-#endif
 
 /* A zeroed item, aligned as its type asks (free with free()). */
 static inline struct item *item_alloc(void)
 {
-#ifdef UEPOLL_LAYOUT_SPREAD
-	return calloc(1, sizeof(struct item));
-#else
 	struct item *it = aligned_alloc(_Alignof(struct item),
 					sizeof(struct item));
 
 	if (it)
 		memset(it, 0, sizeof(*it));
 	return it;
-#endif
 }
 
 /* Current poll mask of the item's source (EPOLLIN/EPOLLOUT...). */

@@ -141,29 +141,6 @@ static void port__kick_edge(struct port *p)
 	}
 }
 
-/*
- * Ready queue kind: UEPOLL_READYQ_LOCKED asks for the locked list; the
- * environment variable UEPOLL_READYQ=locked|wfcq, read once, sets the
- * default (so that a whole test suite or benchmark can run on either).
- */
-static int port__queue_kind(unsigned int uflags)
-{
-	static _Atomic int dflt = -1;
-	int d = atomic_load_explicit(&dflt, memory_order_relaxed);
-
-	if (uflags & UEPOLL_READYQ_LOCKED)
-		return RQ_LOCKED;
-	if (uflags & UEPOLL_READYQ_WFCQ)
-		return RQ_WFCQ;
-	if (d < 0) {
-		const char *e = getenv("UEPOLL_READYQ");
-
-		d = e && !strcmp(e, "locked") ? RQ_LOCKED : RQ_WFCQ;
-		atomic_store_explicit(&dflt, d, memory_order_relaxed);
-	}
-	return d;
-}
-
 /* Incarnations of instances (port->gen). */
 static _Atomic uint64_t port__gens;
 
@@ -224,7 +201,7 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->bgen, 0);
 	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
 		&port__gens, 1, memory_order_relaxed) + 1, memory_order_relaxed);
-	rq_init(&p->rq, port__queue_kind(uflags));
+	rq_init(&p->rq);
 	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
 	spin_init(&p->spin, uflags & UEPOLL_NOSPIN);
 	o->fd = fd;
@@ -410,7 +387,6 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			lock_drop(&p->mtx);
 			return -ENOMEM;
 		}
-		list_init(&it->rdlink);
 		atomic_init(&it->events, events);
 		it->data = ev->data.u64;
 		it->src = &src->obj;

@@ -88,7 +88,7 @@ struct port {
 	_Alignas(UEPOLL_CACHELINE) struct spin spin;
 };
 
-/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_READYQ_*, UEPOLL_WAKE_*, UEPOLL_NOSPIN */
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN */
 /* Signalers write db_set; waiters write the ready queue's consumer side: the
  * two sides of the instance never share a cache line. */
 _Static_assert(offsetof(struct port, db_set) % UEPOLL_CACHELINE == 0 &&

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * readyq.c - the two ready queues (see readyq.h for the interface and the
- * table of what may run concurrently).
+ * readyq.c - the ready queue, on liburcu's wait-free concurrent queue (see
+ * readyq.h for the interface and the table of what may run concurrently).
  *
- * ITEM STATE MACHINE (both kinds):
+ * ITEM STATE MACHINE:
  *
  *   IDLE --(rq_enqueue: CAS, acq_rel; winner links the item)--> QUEUED
  *   QUEUED --(harvest dequeues it: store IDLE, seq_cst)--> IDLE
@@ -11,8 +11,11 @@
  *   IDLE --(rq_retire)--> freed at once
  *
  * The harvest stores IDLE *before* it polls the source: a source that fires
- * after the poll finds IDLE and re-queues (its seq_cst counter update then
- * its CAS, against our seq_cst store then poll: one of us sees the other).
+ * after the poll finds IDLE and re-queues.  Store-then-load on both sides,
+ * all seq_cst: the signaler updates its counter (a seq_cst RMW) then loads
+ * item->state (rq_enqueue's seq_cst load); the harvest stores IDLE
+ * (seq_cst) then loads the counter (uefd_poll, seq_cst).  The single total
+ * order of seq_cst operations puts one pair first: one of us sees the other.
  * So a source firing while its item is being delivered is never lost, and an
  * item is never queued twice.  Level-triggered re-queue after delivery is a
  * CAS IDLE->QUEUED like any other: if a source re-queued it meanwhile, the
@@ -26,9 +29,8 @@
  * dequeued item to the batch's private hold list instead of delivering or
  * re-queueing it; the item stays QUEUED there, so the state machine above is
  * unchanged: producers find it queued and do nothing, rq_retire marks it
- * DEAD (wfcq) or unlinks it from the hold list (locked: `held` says it is
- * not counted), and rq_batch_end puts the list back at the queue's tail,
- * all under the consumer lock.
+ * DEAD, and rq_batch_end puts the list back at the queue's tail, all under
+ * the consumer lock.
  *
  * MEMORY ORDERING OF THE WAIT-FREE QUEUE.  cds_wfcq_enqueue is wait-free
  * (one xchg of the tail, a full barrier, then a store of the old tail's
@@ -41,8 +43,13 @@
  * tsan.ignore leaves uninstrumented; the hand-off of an item is visible to
  * it through item->state (the enqueuer's CAS, the dequeuer's acquire load).
  *
- * LOCKING: q->lock nests inside the instance's mtx and inside a source's
- * wq lock (RQ_LOCKED enqueue); nothing nests inside it.
+ * Why one queue.  A locked list (the kernel's design) was kept beside this
+ * one until issue 17 as a comparison; the kernel's own rows in every
+ * benchmark show that design, and no user needs it (docs/benchmarks.md has
+ * the last side-by-side numbers).
+ *
+ * LOCKING: q->lock nests inside the instance's mtx; nothing nests inside
+ * it.  Producers (rq_enqueue) never take it.
  */
 #include <errno.h>
 #include <sched.h>
@@ -117,12 +124,9 @@ static RQ__NOINLINE void rq__raw_unhold(struct readyq *q, struct rq_batch *b)
 
 /* --- common --- */
 
-void rq_init(struct readyq *q, int kind)
+void rq_init(struct readyq *q)
 {
-	q->kind = kind;
 	lock_init(&q->lock);
-	list_init(&q->head);
-	atomic_init(&q->count, 0);
 	atomic_init(&q->txbusy, false);
 	rq__raw_init(&q->txhead, &q->txtail);
 	rq__raw_init(&q->whead, &q->wtail);
@@ -135,15 +139,13 @@ void rq_destroy(struct readyq *q)
 	/* Under the lock only for fork (FORK in obj.c): a child sees the
 	 * queue as it was before or after each item's removal. */
 	lock_take(&q->lock);
-	if (q->kind == RQ_WFCQ) {
-		/* Every item left is DEAD: its owner retired it. */
-		do {
-			rq__raw_splice(q);
-			while ((it = rq__raw_dequeue(q)))
-				free(it);
-		} while (!rq__raw_empty(&q->whead, &q->wtail) ||
-			 !rq__raw_empty(&q->txhead, &q->txtail));
-	}
+	/* Every item left is DEAD: its owner retired it. */
+	do {
+		rq__raw_splice(q);
+		while ((it = rq__raw_dequeue(q)))
+			free(it);
+	} while (!rq__raw_empty(&q->whead, &q->wtail) ||
+		 !rq__raw_empty(&q->txhead, &q->txtail));
 	lock_drop(&q->lock);
 }
 
@@ -157,12 +159,6 @@ static bool rq__claim(struct item *it)
 		memory_order_acquire);
 }
 
-static void rq__link_locked(struct readyq *q, struct item *it)
-{
-	list_add_tail(&q->head, &it->rdlink);
-	atomic_fetch_add(&q->count, 1);
-}
-
 void rq_fork_child(struct readyq *q, struct list *items)
 {
 	bool queued = false;
@@ -174,15 +170,10 @@ void rq_fork_child(struct readyq *q, struct list *items)
 		if (atomic_load(&container_of(l, struct item, portlink)->state) ==
 		    ITEM_QUEUED)
 			queued = true;
-	if (!queued && q->round_left == 0 &&
-	    (q->kind == RQ_WFCQ
-		     ? !atomic_load(&q->txbusy) &&
-			       rq__raw_empty(&q->whead, &q->wtail) &&
-			       rq__raw_empty(&q->txhead, &q->txtail)
-		     : list_empty(&q->head) && !atomic_load(&q->count)))
+	if (!queued && q->round_left == 0 && !atomic_load(&q->txbusy) &&
+	    rq__raw_empty(&q->whead, &q->wtail) &&
+	    rq__raw_empty(&q->txhead, &q->txtail))
 		return;
-	list_init(&q->head);
-	atomic_store(&q->count, 0);
 	q->round_left = 0;
 	rq__raw_init(&q->txhead, &q->txtail);
 	rq__raw_init(&q->whead, &q->wtail);
@@ -192,34 +183,23 @@ void rq_fork_child(struct readyq *q, struct list *items)
 
 		if (atomic_load(&it->state) != ITEM_QUEUED)
 			continue;
-		it->held = false;
-		if (q->kind == RQ_WFCQ)
-			rq__raw_enqueue(q, it);
-		else
-			rq__link_locked(q, it);
+		rq__raw_enqueue(q, it);
 	}
 }
 
 bool rq_enqueue(struct readyq *q, struct item *it)
 {
-	bool added;
-
-	if (q->kind == RQ_WFCQ) {
-		/* Cheap test first: most signals find the item queued. */
-		if (atomic_load_explicit(&it->state, memory_order_relaxed) !=
-		    ITEM_IDLE)
-			return false;
-		if (!rq__claim(it))
-			return false;
-		rq__raw_enqueue(q, it);
-		return true;
-	}
-	lock_take(&q->lock);
-	added = rq__claim(it);
-	if (added)
-		rq__link_locked(q, it);
-	lock_drop(&q->lock);
-	return added;
+	/* Cheap test first: most signals find the item queued.  seq_cst (a
+	 * plain load on x86 and arm64's ldar): the second half of the
+	 * signaler's store-then-load against the harvest's IDLE store then
+	 * poll (STATE MACHINE above); a relaxed load could be satisfied
+	 * before the source's counter update is visible. */
+	if (atomic_load(&it->state) != ITEM_IDLE)
+		return false;
+	if (!rq__claim(it))
+		return false;
+	rq__raw_enqueue(q, it);
+	return true;
 }
 
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
@@ -237,16 +217,10 @@ void rq_retire(struct readyq *q, struct item *it)
 
 	lock_take(&q->lock);
 	if (atomic_load(&it->state) == ITEM_QUEUED) {
-		if (q->kind == RQ_WFCQ) {
-			atomic_store(&it->state, ITEM_DEAD);
-			now = false;
-		} else {
-			/* Off the list, or off a batch's hold list (not
-			 * counted there). */
-			list_del(&it->rdlink);
-			if (!it->held)
-				atomic_fetch_sub(&q->count, 1);
-		}
+		/* A wait-free queue cannot unlink from the middle: the
+		 * harvest (or prune) that dequeues it frees it. */
+		atomic_store(&it->state, ITEM_DEAD);
+		now = false;
 	}
 	lock_drop(&q->lock);
 	if (now)
@@ -255,10 +229,7 @@ void rq_retire(struct readyq *q, struct item *it)
 
 bool rq_empty(struct readyq *q)
 {
-	if (q->kind == RQ_WFCQ)
-		return !atomic_load(&q->txbusy) &&
-		       rq__raw_empty(&q->whead, &q->wtail);
-	return atomic_load(&q->count) == 0;
+	return !atomic_load(&q->txbusy) && rq__raw_empty(&q->whead, &q->wtail);
 }
 
 /*
@@ -320,25 +291,7 @@ static RQ__NOINLINE unsigned rq__raw_tx_len(struct readyq *q)
 	return len;
 }
 
-/*
- * How many items a harvest may take (lock held), by ROUNDS.  Without ps:
- * all of them (the caller's snapshot, wfcq: after its splice).  With ps:
- * what is left of the round; a round that is used up is followed by the
- * next, made of the items queued before this wait's first harvest (its
- * snapshot: ps->budget for the locked queue; for wfcq, what that harvest
- * spliced), never of what this wait put back.
- */
-static unsigned rq__round(struct readyq *q, struct rq_pass *ps,
-			  unsigned avail)
-{
-	if (!ps)
-		return avail;
-	if (q->round_left == 0 || q->round_left > avail)
-		q->round_left = avail;
-	return q->round_left;
-}
-
-static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
+static int rq__harvest(struct readyq *q, struct epoll_event *evs,
 			    int max, struct rq_batch *b, struct rq_pass *ps)
 {
 	unsigned budget, left;
@@ -405,71 +358,6 @@ static int rq__harvest_wfcq(struct readyq *q, struct epoll_event *evs,
 	return n;
 }
 
-static int rq__harvest_locked(struct readyq *q, struct epoll_event *evs,
-			      int max, struct rq_batch *b, struct rq_pass *ps)
-{
-	unsigned budget;
-	struct item *it;
-	bool requeue;
-	int n = 0, r;
-
-	lock_take(&q->lock);
-	/* Only the items queued now: level-triggered re-queues go behind
-	 * them and wait for the next call, as in the kernel.  ROUNDS: only
-	 * what is left of the round, within this wait's snapshot. */
-	if (ps && !ps->started) {
-		ps->started = true;
-		ps->budget = atomic_load_explicit(&q->count,
-						  memory_order_relaxed);
-	}
-	budget = rq__round(q, ps,
-			   ps ? ps->budget
-			      : atomic_load_explicit(&q->count,
-						     memory_order_relaxed));
-	while (n < max && budget > 0) {
-		budget--;
-		if (ps) {
-			q->round_left--;
-			ps->budget--;
-		}
-		it = container_of(q->head.next, struct item, rdlink);
-		list_del(&it->rdlink);
-		atomic_fetch_sub(&q->count, 1);
-		if (rq__seen(it, b)) {
-			it->held = true;
-			list_add_tail(&b->hlist, &it->rdlink);
-			b->nheld++;
-			continue;
-		}
-		atomic_store(&it->state, ITEM_IDLE);
-		r = rq__deliver(it, evs ? &evs[n] : NULL, &requeue, b);
-		if (r < 0) {
-			/* Put it back first in line. */
-			list_add_head(&q->head, &it->rdlink);
-			atomic_store(&it->state, ITEM_QUEUED);
-			atomic_fetch_add(&q->count, 1);
-			n = r;
-			break;
-		}
-		if (requeue && rq__claim(it)) {
-			if (b) {
-				it->held = true;
-				list_add_tail(&b->hlist, &it->rdlink);
-				b->nheld++;
-			} else {
-				rq__link_locked(q, it);
-			}
-		}
-		n += r;
-	}
-	if (ps)
-		ps->round_end = q->round_left == 0;
-	else
-		q->round_left = 0;
-	lock_drop(&q->lock);
-	return n;
-}
-
 static bool rq__is_ready(struct item *it)
 {
 	uint32_t e = atomic_load_explicit(&it->events, memory_order_relaxed);
@@ -481,52 +369,37 @@ bool rq_prune(struct readyq *q)
 {
 	struct __cds_wfcq_head kh;
 	struct cds_wfcq_tail kt;
-	struct list *l, *next;
 	struct item *it;
 	bool any = false;
 
 	if (rq_empty(q))
 		return false;
 	lock_take(&q->lock);
-	if (q->kind == RQ_WFCQ) {
-		/* Keep the ready ones, in order, in a private queue; drop the
-		 * others the way a harvest does (IDLE before the poll, so a
-		 * source firing now re-queues). */
-		rq__raw_init(&kh, &kt);
-		rq__raw_splice(q);
-		while ((it = rq__raw_dequeue(q))) {
-			if (atomic_load_explicit(&it->state,
-						 memory_order_acquire) ==
-			    ITEM_DEAD) {
-				free(it);
-				continue;
-			}
-			atomic_store(&it->state, ITEM_IDLE);
-			if (rq__is_ready(it) && rq__claim(it)) {
-				rq__raw_enqueue_to(&kh, &kt, it);
-				any = true;
-			}
+	/* Keep the ready ones, in order, in a private queue; drop the
+	 * others the way a harvest does (IDLE before the poll, so a
+	 * source firing now re-queues). */
+	rq__raw_init(&kh, &kt);
+	rq__raw_splice(q);
+	while ((it = rq__raw_dequeue(q))) {
+		if (atomic_load_explicit(&it->state,
+					 memory_order_acquire) ==
+		    ITEM_DEAD) {
+			free(it);
+			continue;
 		}
-		/* A link not stored yet stopped us: assume the worst. */
-		if (!rq__raw_empty(&q->txhead, &q->txtail))
+		atomic_store(&it->state, ITEM_IDLE);
+		if (rq__is_ready(it) && rq__claim(it)) {
+			rq__raw_enqueue_to(&kh, &kt, it);
 			any = true;
-		rq__raw_splice_to_tx(q, &kh, &kt);
-		atomic_store(&q->txbusy,
-			     !rq__raw_empty(&q->txhead, &q->txtail));
-		any = any || !rq__raw_empty(&q->whead, &q->wtail);
-	} else {
-		for (l = q->head.next; l != &q->head; l = next) {
-			next = l->next;
-			it = container_of(l, struct item, rdlink);
-			if (rq__is_ready(it)) {
-				any = true;
-				continue;
-			}
-			list_del(l);
-			atomic_fetch_sub(&q->count, 1);
-			atomic_store(&it->state, ITEM_IDLE);
 		}
 	}
+	/* A link not stored yet stopped us: assume the worst. */
+	if (!rq__raw_empty(&q->txhead, &q->txtail))
+		any = true;
+	rq__raw_splice_to_tx(q, &kh, &kt);
+	atomic_store(&q->txbusy,
+		     !rq__raw_empty(&q->txhead, &q->txtail));
+	any = any || !rq__raw_empty(&q->whead, &q->wtail);
 	lock_drop(&q->lock);
 	return any;
 }
@@ -540,7 +413,6 @@ void rq_pass_init(struct rq_pass *ps)
 {
 	ps->started = false;
 	ps->round_end = true;
-	ps->budget = 0;
 }
 
 void rq_batch_init(struct rq_batch *b, uint32_t gen)
@@ -550,7 +422,6 @@ void rq_batch_init(struct rq_batch *b, uint32_t gen)
 	b->ndelivered = 0;
 	b->nheld = 0;
 	rq__raw_init(&b->hhead, &b->htail);
-	list_init(&b->hlist);
 }
 
 int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
@@ -560,28 +431,15 @@ int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
 		ps->round_end = true;
 	if (rq_empty(q))
 		return 0;
-	if (q->kind == RQ_WFCQ)
-		return rq__harvest_wfcq(q, evs, max, b, ps);
-	return rq__harvest_locked(q, evs, max, b, ps);
+	return rq__harvest(q, evs, max, b, ps);
 }
 
 void rq_batch_end(struct readyq *q, struct rq_batch *b)
 {
-	struct item *it;
-
 	if (!b->nheld)
 		return;
 	lock_take(&q->lock);
-	if (q->kind == RQ_WFCQ) {
-		rq__raw_unhold(q, b);
-	} else {
-		while (!list_empty(&b->hlist)) {
-			it = container_of(b->hlist.next, struct item, rdlink);
-			list_del(&it->rdlink);
-			it->held = false;
-			rq__link_locked(q, it);
-		}
-	}
+	rq__raw_unhold(q, b);
 	b->nheld = 0;
 	lock_drop(&q->lock);
 }

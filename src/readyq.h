@@ -2,15 +2,11 @@
 /*
  * readyq.h - an instance's ready queue: the items whose source may be ready.
  *
- * The one interface the rest of uepoll uses, with two implementations chosen
- * per instance at creation:
- *   RQ_WFCQ    (default) liburcu's wait-free concurrent queue: a source that
- *              becomes ready enqueues its item without any lock of the
- *              instance; waiters dequeue under the instance's consumer mutex.
- *   RQ_LOCKED  one list under one mutex, taken by producers and consumers
- *              alike (the kernel's design; kept for comparison).
+ * liburcu's wait-free concurrent queue: a source that becomes ready enqueues
+ * its item without any lock of the instance (proposal 001); waiters dequeue
+ * under the queue's consumer mutex.
  *
- * Which operations may run at the same time on one queue (whatever the kind):
+ * Which operations may run at the same time on one queue:
  *
  *                   enqueue  harvest  update  retire  empty
  *   rq_enqueue        yes      yes     yes     yes     yes
@@ -32,30 +28,20 @@
 
 #include "item.h"
 
-enum rq_kind {
-	RQ_WFCQ = 0,
-	RQ_LOCKED = 1,
-};
-
 struct readyq {
 	/* --- consumer side --- */
-	int kind;
-	/* RQ_WFCQ: serialises dequeuers (liburcu requires mutual exclusion
-	 * between dequeue/splice callers) and ctl's update/retire.
-	 * RQ_LOCKED: the one lock of the list. */
+	/* Serialises dequeuers (liburcu requires mutual exclusion between
+	 * dequeue/splice callers) and ctl's update/retire. */
 	pthread_mutex_t lock;
-	/* RQ_LOCKED list; its count (seq_cst, read by rq_empty). */
-	struct list head;
-	_Atomic unsigned count;
 	/* Items left in the current round (ROUNDS, below). */
 	unsigned round_left;
-	/* RQ_WFCQ: the consumers' private batch (leftovers of the last
+	/* The consumers' private batch (leftovers of the last
 	 * harvest come first, as in the kernel), and whether it is non-empty
 	 * (seq_cst, read by rq_empty without the lock). */
 	struct __cds_wfcq_head txhead;
 	struct cds_wfcq_tail txtail;
 	_Atomic bool txbusy;
-	/* RQ_WFCQ shared queue: consumers take from the head... */
+	/* The shared queue: consumers take from the head... */
 	_Alignas(UEPOLL_CACHELINE) struct __cds_wfcq_head whead;
 	/* ...producers exchange the tail, on a line of its own. */
 	_Alignas(UEPOLL_CACHELINE) struct cds_wfcq_tail wtail;
@@ -70,7 +56,7 @@ _Static_assert(offsetof(struct readyq, whead) - offsetof(struct readyq, txbusy) 
 		       sizeof(bool),
 	       "consumer-private fields come before the shared head");
 
-void rq_init(struct readyq *q, int kind);
+void rq_init(struct readyq *q);
 /* Frees the items still queued (all are ITEM_DEAD by then). */
 void rq_destroy(struct readyq *q);
 /* In a forked child (alone, lock free): rebuild the queue from the
@@ -115,9 +101,8 @@ struct rq_batch {
 	bool urgent;	/* an EPOLLURGENT item was delivered */
 	int ndelivered;
 	int nheld;
-	struct __cds_wfcq_head hhead; /* RQ_WFCQ hold list */
+	struct __cds_wfcq_head hhead; /* the hold list */
 	struct cds_wfcq_tail htail;
-	struct list hlist;	      /* RQ_LOCKED hold list (rdlink) */
 };
 
 void rq_batch_init(struct rq_batch *b, uint32_t gen);
@@ -137,7 +122,6 @@ void rq_batch_init(struct rq_batch *b, uint32_t gen);
 struct rq_pass {
 	bool started;	/* this wait has harvested (and made its snapshot) */
 	bool round_end;	/* out: the round is used up */
-	unsigned budget; /* RQ_LOCKED: what is left of the snapshot */
 };
 void rq_pass_init(struct rq_pass *ps);
 int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,

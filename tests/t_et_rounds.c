@@ -3,8 +3,7 @@
  * (many edge-triggered sources, as many waiters, one instance).  Each round
  * writes 1 to every source once; the waiters (maxevents=1) read what they
  * get.  A round must complete, every edge delivered exactly once, within a
- * generous deadline: it catches a lost wakeup, not slowness.  Runs on the
- * queue kind UEPOLL_READYQ selects (the suite runs it on both).
+ * generous deadline: it catches a lost wakeup, not slowness.
  */
 #include "testlib.h"
 

@@ -161,8 +161,8 @@ static void one_case(int nu, int np, int m, int waits, int timeout)
 {
 	static const struct side kside = { "kernel", 1, 0 };
 	static const struct side usides[] = {
-		{ "uepoll wfcq", 0, UEPOLL_READYQ_WFCQ },
-		{ "uepoll locked", 0, UEPOLL_READYQ_LOCKED },
+		{ "uepoll", 0, 0 },
+		{ "uepoll nospin", 0, UEPOLL_NOSPIN },
 	};
 	struct result kr, ur;
 	int n = nu + np, bound = ceil_div(n, m) + 1;

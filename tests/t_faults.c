@@ -232,9 +232,9 @@ static long op_create1(struct ctx *c)
 	return c->newfd = uepoll_create1(EPOLL_CLOEXEC);
 }
 
-static long op_create2_locked(struct ctx *c)
+static long op_create2_fifo(struct ctx *c)
 {
-	return c->newfd = uepoll_create2(0, UEPOLL_READYQ_LOCKED);
+	return c->newfd = uepoll_create2(0, UEPOLL_WAKE_FIFO);
 }
 
 static long op_create(struct ctx *c)
@@ -274,7 +274,7 @@ static void scen_instance(void)
 	 * take it, so that the next create has to allocate. */
 	c.ep = uepoll_create1(0);
 	REQUIRE(c.ep >= 0);
-	fault_loop("uepoll_create2", &c, op_create2_locked, probe_new_instance,
+	fault_loop("uepoll_create2", &c, op_create2_fifo, probe_new_instance,
 		   1, 1);
 	c.ep2 = uepoll_create1(0);
 	REQUIRE(c.ep2 >= 0);

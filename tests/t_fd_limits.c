@@ -125,7 +125,7 @@ static void test_creates(void)
 
 		limit_free(k);
 		errno = 0;
-		ru = uepoll_create2(0, UEPOLL_READYQ_LOCKED);
+		ru = uepoll_create2(0, UEPOLL_WAKE_FIFO);
 		eu = errno;
 		unlimit();
 		if (k >= 3)

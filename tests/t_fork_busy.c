@@ -73,9 +73,8 @@ static void busy_fail(struct busy *b, int line)
 /* One round of object churn. */
 static void churn(struct busy *b)
 {
-	static const unsigned qk[] = { UEPOLL_READYQ_WFCQ, UEPOLL_READYQ_LOCKED };
 	static const unsigned wk[] = { UEPOLL_WAKE_LIFO, UEPOLL_WAKE_FIFO };
-	unsigned uflags = qk[rnd(b, 2)] | wk[rnd(b, 2)] |
+	unsigned uflags = wk[rnd(b, 2)] |
 			  (rnd(b, 4) == 0 ? UEPOLL_NOSPIN : 0);
 	int e = ueventfd(rnd(b, 3), EFD_NONBLOCK), ep = uepoll_create2(0, uflags);
 	int outer = -1, excl = rnd(b, 4) == 0;

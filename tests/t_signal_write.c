@@ -4,7 +4,7 @@
  * write(2) and read(2) on an eventfd are async-signal-safe, so
  * ueventfd_write/uepoll_write/uepoll_read/ueventfd_read on a ueventfd must be
  * too, whatever the interrupted thread was doing in the library, for every
- * ready-queue kind (UEPOLL_READYQ_WFCQ, UEPOLL_READYQ_LOCKED), wake order
+ * spin setting (spinning or UEPOLL_NOSPIN), wake order
  * (UEPOLL_WAKE_LIFO, UEPOLL_WAKE_FIFO), with and without a min-wait batching
  * policy (uepoll_batch, min_wait_us 200), and with the ueventfd's coalescing
  * off, on (ueventfd_coalesce delay 100 us) and holding writes
@@ -194,7 +194,7 @@ static void tick_stop(void)
 /* ---- combinations -------------------------------------------------------- */
 
 struct cfg {
-	unsigned rq;	   /* UEPOLL_READYQ_WFCQ or UEPOLL_READYQ_LOCKED */
+	unsigned spin;	   /* 0 or UEPOLL_NOSPIN */
 	unsigned wake;	   /* UEPOLL_WAKE_LIFO or UEPOLL_WAKE_FIFO */
 	int batch;	   /* min-wait policy of 200 us on the instance */
 	int co;		   /* 0 none, 1 delay 100 us, 2 delay 100 us + hold */
@@ -203,10 +203,10 @@ struct cfg {
 static const char *co_name[] = { "nocoalesce", "coalesce100", "hold100" };
 
 /* The name of a run: the settings that apply to its scenario (show: 1 the
- * queue kind, 2 the wake order, 4 the batching policy). */
+ * spin setting, 2 the wake order, 4 the batching policy). */
 static void cfg_name(const struct cfg *c, int show, char *buf, size_t len)
 {
-	const char *rq = c->rq == UEPOLL_READYQ_LOCKED ? "locked," : "wfcq,";
+	const char *rq = c->spin ? "nospin," : "spin,";
 	const char *wake = c->wake == UEPOLL_WAKE_FIFO ? "fifo," : "lifo,";
 	const char *batch = c->batch ? "batch200," : "nobatch,";
 
@@ -216,7 +216,7 @@ static void cfg_name(const struct cfg *c, int show, char *buf, size_t len)
 
 static int open_instance(const struct cfg *c)
 {
-	int ep = uepoll_create2(0, c->rq | c->wake);
+	int ep = uepoll_create2(0, c->spin | c->wake);
 
 	REQUIRE(ep >= 0);
 	if (c->batch) {
@@ -695,7 +695,7 @@ static void kernel_reference(void)
 
 int main(void)
 {
-	static const unsigned rqs[] = { UEPOLL_READYQ_WFCQ, UEPOLL_READYQ_LOCKED };
+	static const unsigned rqs[] = { 0, UEPOLL_NOSPIN };
 	static const unsigned wakes[] = { UEPOLL_WAKE_LIFO, UEPOLL_WAKE_FIFO };
 	struct cfg c;
 
@@ -718,7 +718,7 @@ int main(void)
 					run_child("B(wait -1 woken by handler)", run_b, &c, 7);
 				}
 	for (int co = 0; co < 3; co++) {
-		c = (struct cfg){ UEPOLL_READYQ_WFCQ, UEPOLL_WAKE_LIFO, 0, co };
+		c = (struct cfg){ 0, UEPOLL_WAKE_LIFO, 0, co };
 		run_child("C(blocked reader, handler writes)", run_c, &c, 0);
 	}
 	for (int q = 0; q < 2; q++)
@@ -727,7 +727,7 @@ int main(void)
 			run_child("D(handler reads vs write)", run_d, &c, 1);
 		}
 	for (int i = 0; i < 16; i++) {
-		c = (struct cfg){ UEPOLL_READYQ_WFCQ, UEPOLL_WAKE_LIFO, 0,
+		c = (struct cfg){ 0, UEPOLL_WAKE_LIFO, 0,
 				  1 + i % 2 };
 		run_child("E(first held write in a handler, vs malloc)", run_e,
 			  &c, 0);

@@ -4,10 +4,10 @@
  * one thread, N eventfds in one instance, each iteration makes K of them
  * ready, collects them with one wait and drains each.
  *
- *   cg_loop kernel|wfcq|locked [N K ITERS]
+ *   cg_loop kernel|uepoll [N K ITERS]
  *
  * scripts/cachegrind-loop.sh runs it under cachegrind for each system and
- * prints D1 misses per delivered event.
+ * prints D1 misses and instructions per delivered event.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@ int main(int argc, char **argv)
 	uint64_t v;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: cg_loop kernel|wfcq|locked [N K ITERS]\n");
+		fprintf(stderr, "usage: cg_loop kernel|uepoll [N K ITERS]\n");
 		return 2;
 	}
 	if (argc == 5) {
@@ -35,10 +35,7 @@ int main(int argc, char **argv)
 	if (n <= 0 || k <= 0 || k > 64 || iters <= 0)
 		return 2;
 	kernel = !strcmp(argv[1], "kernel");
-	ep = kernel ? epoll_create1(0)
-		    : uepoll_create2(0, !strcmp(argv[1], "locked")
-						? UEPOLL_READYQ_LOCKED
-						: UEPOLL_READYQ_WFCQ);
+	ep = kernel ? epoll_create1(0) : uepoll_create1(0);
 	fd = calloc((size_t)n, sizeof(*fd));
 	if (ep < 0 || !fd)
 		return 1;
