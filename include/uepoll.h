@@ -66,8 +66,8 @@
 extern "C" {
 #endif
 
-#define UEPOLL_VERSION_MAJOR 0
-#define UEPOLL_VERSION_MINOR 1
+/* UEPOLL_VERSION_MAJOR, _MINOR, _PATCH: CMake's project version, generated. */
+#include "uepoll_version.h"
 
 /* epoll_create1(2): flags is 0 or EPOLL_CLOEXEC. */
 int uepoll_create1(int flags);
