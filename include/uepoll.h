@@ -69,6 +69,9 @@ extern "C" {
 /* UEPOLL_VERSION_MAJOR, _MINOR, _PATCH: CMake's project version, generated. */
 #include "uepoll_version.h"
 
+/* The running library's "MAJOR.MINOR.PATCH" (the macros give the header's). */
+const char *uepoll_version(void);
+
 /* epoll_create1(2): flags is 0 or EPOLL_CLOEXEC. */
 int uepoll_create1(int flags);
 
