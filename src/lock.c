@@ -43,13 +43,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <linux/membarrier.h>
-#include <linux/futex.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "lock.h"
+#include "sys.h"
 
 __thread unsigned lock__depth LOCK__TLS;
 __thread _Atomic(struct lock_owed *) lock__list LOCK__TLS;
@@ -130,8 +127,7 @@ static void lock__exit(void *arg)
 __attribute__((constructor)) static void lock__setup(void)
 {
 	lock__key_ok = pthread_key_create(&lock__key, lock__exit) == 0;
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-		    0, 0) != 0)
+	if (sys_membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) != 0)
 		lock__fence = true;
 }
 
@@ -176,8 +172,7 @@ void lock__enter_slow(void)
 		/* A fork is being prepared: step out until it is done. */
 		lock__leave();
 		while (atomic_load(&lock__gate))
-			syscall(SYS_futex, &lock__gate, FUTEX_WAIT_PRIVATE, 1,
-				NULL, NULL, 0);
+			sys_futex_wait(&lock__gate, 1);
 	}
 }
 
@@ -188,7 +183,7 @@ void lock_fork_prepare(void)
 	pthread_mutex_lock(&lock__fork);
 	atomic_store(&lock__gate, 1);
 	if (!lock__fence)
-		syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+		sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
 	n = atomic_load(&lock__nslots);
 	for (int i = 0; i < n; i++) {
 		struct lock__slot *s = &lock__slots[i];
@@ -199,15 +194,14 @@ void lock_fork_prepare(void)
 			continue;
 		while (atomic_load_explicit(&s->inside, memory_order_acquire) >
 		       mine)
-			sched_yield();
+			sys_yield();
 	}
 }
 
 static void lock__open(void)
 {
 	atomic_store(&lock__gate, 0);
-	syscall(SYS_futex, &lock__gate, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
-		NULL, 0);
+	sys_futex_wake_all(&lock__gate);
 	pthread_mutex_unlock(&lock__fork);
 }
 

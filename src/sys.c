@@ -22,6 +22,7 @@
  * does inside its wrappers).  The callers register cleanup handlers around
  * them (pthread_cleanup_push) that undo what the call had set up.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -34,6 +35,68 @@
 #include "internal.h"
 #include "sys.h"
 
+/*
+ * THE SEAM.  This file reaches libc only through the table below, so that
+ * one switch decides which functions the library's kernel calls go to.  By
+ * default they are whatever the process links `syscall`, `read`... to,
+ * which is libc's (and, in the sanitizer builds, the sanitizer's
+ * interceptors, which must see them).  A preloaded layer that wraps these
+ * very names for the program (issue 20's libuepoll-preload.so) calls
+ * sys_bind_libc() first, from its constructor, before any thread can use
+ * the library: from then on the library's calls go to libc's own
+ * definitions (looked up in libc.so.6 itself, not by symbol order), and it
+ * never re-enters the wrappers it is called from.
+ */
+static struct {
+	long (*syscall)(long nr, ...);
+	ssize_t (*read)(int fd, void *buf, size_t n);
+	ssize_t (*write)(int fd, const void *buf, size_t n);
+	int (*close)(int fd);
+	int (*epoll_pwait)(int epfd, struct epoll_event *evs, int max,
+			   int timeout, const sigset_t *sigmask);
+	int (*epoll_pwait2)(int epfd, struct epoll_event *evs, int max,
+			    const struct timespec *timeout,
+			    const sigset_t *sigmask);
+	int (*ppoll)(struct pollfd *pfd, nfds_t n,
+		     const struct timespec *timeout, const sigset_t *sigmask);
+} sys__libc = {
+	syscall, read, write, close, epoll_pwait, epoll_pwait2, ppoll,
+};
+
+int sys_bind_libc(void)
+{
+	void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	void *f[7];
+	static const char *const names[7] = {
+		"syscall", "read", "write", "close",
+		"epoll_pwait", "epoll_pwait2", "ppoll",
+	};
+
+	if (!h)
+		return -ENOSYS;
+	for (int i = 0; i < 7; i++) {
+		f[i] = dlsym(h, names[i]);
+		if (!f[i]) {
+			dlclose(h);
+			return -ENOSYS;
+		}
+	}
+	/* (The handle stays open: libc is never unloaded anyway.) */
+	sys__libc.syscall = (long (*)(long, ...))f[0];
+	sys__libc.read = (ssize_t (*)(int, void *, size_t))f[1];
+	sys__libc.write = (ssize_t (*)(int, const void *, size_t))f[2];
+	sys__libc.close = (int (*)(int))f[3];
+	sys__libc.epoll_pwait = (int (*)(int, struct epoll_event *, int, int,
+					 const sigset_t *))f[4];
+	sys__libc.epoll_pwait2 = (int (*)(int, struct epoll_event *, int,
+					  const struct timespec *,
+					  const sigset_t *))f[5];
+	sys__libc.ppoll = (int (*)(struct pollfd *, nfds_t,
+				   const struct timespec *,
+				   const sigset_t *))f[6];
+	return 0;
+}
+
 static long sys__ret(long r)
 {
 	return r < 0 ? -errno : r;
@@ -41,18 +104,18 @@ static long sys__ret(long r)
 
 int sys_epoll_create1(int flags)
 {
-	return (int)sys__ret(syscall(SYS_epoll_create1, flags));
+	return (int)sys__ret(sys__libc.syscall(SYS_epoll_create1, flags));
 }
 
 int sys_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	return (int)sys__ret(syscall(SYS_epoll_ctl, epfd, op, fd, ev));
+	return (int)sys__ret(sys__libc.syscall(SYS_epoll_ctl, epfd, op, fd, ev));
 }
 
 int sys_epoll_poll(int epfd, struct epoll_event *evs, int max)
 {
-	return (int)sys__ret(syscall(SYS_epoll_pwait, epfd, evs, max, 0, NULL,
-				     (size_t)(_NSIG / 8)));
+	return (int)sys__ret(sys__libc.syscall(SYS_epoll_pwait, epfd, evs, max,
+					       0, NULL, (size_t)(_NSIG / 8)));
 }
 
 static int sys__ms(const struct timespec *t)
@@ -122,31 +185,31 @@ int sys_epoll_sleep(int epfd, struct epoll_event *evs, int max,
 	int ct;
 
 	sys__tsan_begin(&old, &ct);
-	return sys__tsan_end(syscall(SYS_epoll_pwait, epfd, evs, max,
+	return sys__tsan_end(sys__libc.syscall(SYS_epoll_pwait, epfd, evs, max,
 				     sys__ms(timeout), sigmask ? sigmask : &old,
 				     (size_t)(_NSIG / 8)),
 			     &old, ct);
 #endif
 	if (!atomic_load_explicit(&no_pwait2, memory_order_relaxed)) {
-		r = epoll_pwait2(epfd, evs, max, timeout, sigmask);
+		r = sys__libc.epoll_pwait2(epfd, evs, max, timeout, sigmask);
 		if (r >= 0)
 			return r;
 		if (errno != ENOSYS)
 			return -errno;
 		atomic_store_explicit(&no_pwait2, 1, memory_order_relaxed);
 	}
-	r = epoll_pwait(epfd, evs, max, sys__ms(timeout), sigmask);
+	r = sys__libc.epoll_pwait(epfd, evs, max, sys__ms(timeout), sigmask);
 	return r < 0 ? -errno : r;
 }
 
 int sys_eventfd(unsigned int initval, int flags)
 {
-	return (int)sys__ret(syscall(SYS_eventfd2, initval, flags));
+	return (int)sys__ret(sys__libc.syscall(SYS_eventfd2, initval, flags));
 }
 
 ssize_t sys_read(int fd, void *buf, size_t n)
 {
-	return sys__ret(syscall(SYS_read, fd, buf, n));
+	return sys__ret(sys__libc.syscall(SYS_read, fd, buf, n));
 }
 
 ssize_t sys_read_sleep(int fd, void *buf, size_t n)
@@ -165,28 +228,28 @@ ssize_t sys_read_sleep(int fd, void *buf, size_t n)
 	}
 	return sys_read(fd, buf, n);
 #endif
-	r = read(fd, buf, n);
+	r = sys__libc.read(fd, buf, n);
 	return r < 0 ? -errno : r;
 }
 
 ssize_t sys_write(int fd, const void *buf, size_t n)
 {
-	return sys__ret(syscall(SYS_write, fd, buf, n));
+	return sys__ret(sys__libc.syscall(SYS_write, fd, buf, n));
 }
 
 int sys_close(int fd)
 {
-	return (int)sys__ret(syscall(SYS_close, fd));
+	return (int)sys__ret(sys__libc.syscall(SYS_close, fd));
 }
 
 int sys_fcntl_getfl(int fd)
 {
-	return (int)sys__ret(syscall(SYS_fcntl, fd, F_GETFL));
+	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_GETFL));
 }
 
 int sys_dup_private(int fd)
 {
-	return (int)sys__ret(syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
+	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
 }
 
 void sys_eventfd_signal(int fd)
@@ -197,7 +260,7 @@ void sys_eventfd_signal(int fd)
 	/* EAGAIN would need 2^64-2 signals without a read; EINTR cannot happen
 	 * on a non-blocking eventfd. */
 	do
-		r = syscall(SYS_write, fd, &one, sizeof(one));
+		r = sys__libc.syscall(SYS_write, fd, &one, sizeof(one));
 	while (r < 0 && errno == EINTR);
 }
 
@@ -210,14 +273,14 @@ int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val)
 	 * no side effect to undo, so being cancelled anywhere inside it is
 	 * being cancelled before it. */
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
-	r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+	r = sys__libc.syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 	pthread_setcanceltype(old, NULL);
 	return (int)sys__ret(r);
 }
 
 void sys_futex_wake(_Atomic uint32_t *addr, int n)
 {
-	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
 
 int sys_ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
@@ -230,12 +293,12 @@ int sys_ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
 	int ct;
 
 	sys__tsan_begin(&old, &ct);
-	return sys__tsan_end(syscall(SYS_ppoll, pfd, n, timeout,
+	return sys__tsan_end(sys__libc.syscall(SYS_ppoll, pfd, n, timeout,
 				     sigmask ? sigmask : &old,
 				     (size_t)(_NSIG / 8)),
 			     &old, ct);
 #endif
-	r = ppoll(pfd, n, timeout, sigmask);
+	r = sys__libc.ppoll(pfd, n, timeout, sigmask);
 	return r < 0 ? -errno : r;
 }
 
@@ -252,37 +315,60 @@ short sys_poll_now(int fd, short events)
 	struct pollfd pfd = { .fd = fd, .events = events };
 	struct timespec zero = { 0, 0 };
 
-	if (syscall(SYS_ppoll, &pfd, 1, &zero, NULL, (size_t)(_NSIG / 8)) <= 0)
+	if (sys__libc.syscall(SYS_ppoll, &pfd, 1, &zero, NULL,
+			      (size_t)(_NSIG / 8)) <= 0)
 		return 0;
 	return pfd.revents;
 }
 
 ssize_t sys_pass_read(int fd, void *buf, size_t n)
 {
-	return read(fd, buf, n);
+	return sys__libc.read(fd, buf, n);
 }
 
 ssize_t sys_pass_write(int fd, const void *buf, size_t n)
 {
-	return write(fd, buf, n);
+	return sys__libc.write(fd, buf, n);
 }
 
 int sys_pass_close(int fd)
 {
-	return close(fd);
+	return sys__libc.close(fd);
 }
 
 int sys_pass_epoll_pwait(int epfd, struct epoll_event *evs, int max,
 			 int timeout, const sigset_t *sigmask)
 {
-	return epoll_pwait(epfd, evs, max, timeout, sigmask);
+	return sys__libc.epoll_pwait(epfd, evs, max, timeout, sigmask);
 }
 
 int sys_pass_epoll_pwait2(int epfd, struct epoll_event *evs, int max,
 			  const struct timespec *timeout,
 			  const sigset_t *sigmask)
 {
-	return epoll_pwait2(epfd, evs, max, timeout, sigmask);
+	return sys__libc.epoll_pwait2(epfd, evs, max, timeout, sigmask);
+}
+
+int sys_membarrier(int cmd)
+{
+	return (int)sys__ret(sys__libc.syscall(SYS_membarrier, cmd, 0, 0));
+}
+
+void sys_futex_wait(_Atomic int *addr, int val)
+{
+	sys__libc.syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL,
+			  0);
+}
+
+void sys_futex_wake_all(_Atomic int *addr)
+{
+	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,
+			  NULL, 0);
+}
+
+void sys_yield(void)
+{
+	sys__libc.syscall(SYS_sched_yield);
 }
 
 uint64_t sys_now_ns(void)

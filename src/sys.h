@@ -68,6 +68,18 @@ int sys_pass_epoll_pwait(int epfd, struct epoll_event *evs, int max,
 int sys_pass_epoll_pwait2(int epfd, struct epoll_event *evs, int max,
 			  const struct timespec *timeout,
 			  const sigset_t *sigmask);
+/* membarrier(2) (-errno if unsupported). */
+int sys_membarrier(int cmd);
+/* FUTEX_WAIT / FUTEX_WAKE (all) on an int, private, no cancellation point:
+ * for the library's own gates (lock.c), never for a caller's sleep. */
+void sys_futex_wait(_Atomic int *addr, int val);
+void sys_futex_wake_all(_Atomic int *addr);
+void sys_yield(void);
+/* Point the library's kernel calls at libc's own definitions (THE SEAM in
+ * sys.c): for a preloaded layer that wraps read, write, close, epoll_*,
+ * ppoll or syscall, before any thread uses the library.  0, or -ENOSYS
+ * (libc.so.6 not found: a static executable; nothing changed). */
+int sys_bind_libc(void);
 uint64_t sys_now_ns(void);
 /* The time from now to deadline (CLOCK_MONOTONIC ns), 0 once it passed. */
 void sys_time_left(int64_t deadline, struct timespec *ts);
