@@ -1,12 +1,13 @@
 /*
- * doorbell.pml - the instance's wake protocol (src/port.c, DOORBELL), for
+ * doorbell.pml - the instance's wake protocol (src/bell.c, DOORBELL), for
  * the spin model checker.  Checked exhaustively: no execution leaves a
  * waiter asleep in epoll_wait while an item is queued (lost wakeup), and
  * every item produced is consumed exactly once.
  *
- * Shared state, as in port.c and wait.c:
- *   count       items on the ready queue (rq count, seq_cst)
- *   db_set      port->db_set: doorbell rung, its event not yet taken
+ * Shared state, as in bell.c, port.c and wait.c:
+ *   count       items on the ready queue (what rq_empty sees: the queue's
+ *               tail, published by cds_wfcq_enqueue's fenced exchange)
+ *   db_set      bell.set: doorbell rung, its event not yet taken
  *   db_pending  the doorbell's event is queued in the kernel epoll
  * Each line between labels is one atomic step of the C code (a seq_cst load,
  * store or RMW, or one system call's effect), so every interleaving of those
@@ -24,7 +25,7 @@ bit db_pending;
 byte produced;
 byte consumed;
 
-/* port_kick: test, then exchange, then write(2) to the doorbell. */
+/* bell_kick: test, then exchange, then write(2) to the doorbell. */
 inline kick() {
 	if
 	:: db_set == 0 ->
@@ -61,18 +62,18 @@ proctype waiter()
 		/* wait__collect: harvest one item (maxevents = 1) */
 		if
 		:: atomic { count > 0 -> count--; consumed++ } ->
-			/* wait__settle: keep the fd readable for what is left */
+			/* wait__settle: keep the fd readable for what is left (bell_settle) */
 			if
 			:: count > 0 -> kick()
 			:: else -> skip
 			fi
 		:: atomic { count == 0 -> skip } ->
-			/* sleep section: count ourselves, re-check, epoll_wait */
+			/* sleep section: bell_sleep_begin (count ourselves, re-check), epoll_wait */
 			if
 			:: count > 0 -> skip
 			:: else ->
 end_sleep:			atomic { db_pending == 1 -> db_pending = 0 };
-				db_set = 0	/* wait__kernel saw the doorbell */
+				db_set = 0	/* wait__kernel saw the doorbell: bell_took */
 			fi
 		fi
 	od

@@ -1,6 +1,6 @@
 /*
- * doze.pml - the doorbell protocol with a dozing batching wait (src/port.c,
- * DOZE; port__wake_dozer, and src/wait.c, wait__doze), for the spin model
+ * doze.pml - the doorbell protocol with a dozing batching wait (src/bell.c,
+ * DOZE: bell_doze_begin/end, bell_dozer_event; src/wait.c, wait__doze), for the spin model
  * checker.
  * Checked exhaustively: when nothing can move any more (every waiter asleep,
  * every doze over), no item is left queued, and every item produced is
@@ -10,12 +10,12 @@
  * must give db_set back and ring for what the sleeper missed: the dozing
  * thread may return from its wait then and never wait again.
  *
- * Shared state, as in port.c and wait.c:
+ * Shared state, as in bell.c and wait.c:
  *   count       items on the ready queue
- *   db_set      port->db_set
+ *   db_set      bell.set
  *   db_pending  the doorbell's event is queued in the kernel epoll
- *   sleepers    port->sleepers
- *   dozers      port->dozers
+ *   sleepers    bell.sleepers
+ *   dozers      bell.dozers
  * Each line between labels is one atomic step of the C code.  Mutants that
  * must be caught (models/check.sh):
  *   MUTANT_NO_RESTORE  the doze leaves db_set at 1 when it ends
@@ -54,7 +54,7 @@ inline collect_one() {
 	fi
 }
 
-/* The plain sleep section of port_wait. */
+/* The plain sleep section of port_wait (bell_sleep_begin, epoll_wait, bell_took, bell_sleep_end). */
 inline plain_sleep() {
 	sleepers++;
 	if
@@ -72,7 +72,7 @@ proctype producer()
 	do
 	:: i < PER ->
 		atomic { count++; produced++ };		/* rq_enqueue */
-		/* port__wake_dozer: an urgent item (or the one that makes
+		/* bell_dozer_event: an urgent item (or the one that makes
 		 * min_events) rings whatever db_set says. */
 		if
 		:: dozers > 0 -> db_set = 1; db_pending = 1

@@ -76,12 +76,12 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	struct uobj *o = fdtab_get(epfd);
 	int r;
 
-	if (!o || o->type != UOBJ_PORT) {
+	if (!o || !uobj_ops(o)->ctl) {
 		if (o)
 			uobj_put(o);
 		return (int)api__ret(sys_epoll_ctl(epfd, op, fd, event));
 	}
-	r = port_ctl((struct port *)o, op, fd, event);
+	r = uobj_ops(o)->ctl(o, op, fd, event);
 	uobj_put(o);
 	return (int)api__ret(r);
 }
@@ -134,11 +134,11 @@ static int api__wait(struct uobj *o, struct epoll_event *events,
 	pthread_cleanup_push(api__put, o);
 	if (maxevents <= 0 || maxevents > UEP_MAX_EVENTS)
 		r = -EINVAL;
-	else if (o->type != UOBJ_PORT)
+	else if (!uobj_ops(o)->wait)
 		r = -EINVAL;
 	else
-		r = turn_wait((struct port *)o, events, maxevents,
-			      api__deadline(timeout_ns), sigmask);
+		r = uobj_ops(o)->wait(o, events, maxevents,
+				      api__deadline(timeout_ns), sigmask);
 	pthread_cleanup_pop(1);
 	return (int)api__ret(r);
 }
@@ -210,13 +210,13 @@ UEPOLL_API ssize_t uepoll_read(int fd, void *buf, size_t count)
 
 	pthread_testcancel();
 	o = fdtab_get(fd);
-	if (!o || o->type != UOBJ_EVENTFD) {
+	if (!o || !uobj_ops(o)->read) {
 		if (o)
 			uobj_put(o);
 		return sys_pass_read(fd, buf, count);
 	}
 	pthread_cleanup_push(api__put, o);
-	r = uefd_read((struct uefd *)o, buf, count);
+	r = uobj_ops(o)->read(o, buf, count);
 	pthread_cleanup_pop(1);
 	return api__ret(r);
 }
@@ -228,13 +228,13 @@ UEPOLL_API ssize_t uepoll_write(int fd, const void *buf, size_t count)
 
 	pthread_testcancel();
 	o = fdtab_get(fd);
-	if (!o || o->type != UOBJ_EVENTFD) {
+	if (!o || !uobj_ops(o)->write) {
 		if (o)
 			uobj_put(o);
 		return sys_pass_write(fd, buf, count);
 	}
 	pthread_cleanup_push(api__put, o);
-	r = uefd_write((struct uefd *)o, buf, count);
+	r = uobj_ops(o)->write(o, buf, count);
 	pthread_cleanup_pop(1);
 	return api__ret(r);
 }

@@ -5,9 +5,9 @@
  * user sees it; each numbered case there is marked below).
  */
 #include <errno.h>
-#include <sched.h>
 
 #include "batch.h"
+#include "port_impl.h"
 #include "lock.h"
 #include "port.h"
 
@@ -41,7 +41,7 @@ void batch_get(struct port *p, struct uepoll_batch *out)
 		/* acquire: pairs with the writer's final release store. */
 		s0 = atomic_load_explicit(&p->bseq, memory_order_acquire);
 		if (s0 & 1) {
-			sched_yield();
+			sys_yield();
 			continue;
 		}
 		out->min_wait_us = atomic_load_explicit(&p->b_min_wait_us,

@@ -79,7 +79,7 @@
 
 #include "eventfd.h"
 #include "fdtab.h"
-#include "krec.h"
+#include "bell.h"
 #include "lock.h"
 #include "port.h"
 #include "sys.h"
@@ -530,7 +530,7 @@ static void uefd__was_read(struct uefd *e, bool emptied)
 {
 	if (atomic_load(&e->wq.nout))
 		wq_wake(&e->wq, EPOLLOUT, false);
-	if (emptied && krec_any_watched() && atomic_load(&e->wq.n))
+	if (emptied && bell_any_watched() && atomic_load(&e->wq.n))
 		wq_unready(&e->wq);
 }
 
@@ -710,8 +710,21 @@ static int uefd__fork_child(struct uobj *o)
 	return 0;
 }
 
+static ssize_t uefd__read_op(struct uobj *o, void *buf, size_t n)
+{
+	return uefd_read((struct uefd *)o, buf, n);
+}
+
+static ssize_t uefd__write_op(struct uobj *o, const void *buf, size_t n)
+{
+	return uefd_write((struct uefd *)o, buf, n);
+}
+
+/* (ctl and wait: the kernel's answer for an eventfd, EINVAL.) */
 const struct uobj_ops uefd_ops = {
 	.size = sizeof(struct uefd),
+	.read = uefd__read_op,
+	.write = uefd__write_op,
 	.close = uefd__close,
 	.release = uefd__release,
 	.fork_child = uefd__fork_child,

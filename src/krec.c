@@ -10,7 +10,8 @@
  * has something (krec_nest_ready, as the kernel's poll of an epoll does),
  * moves a round-robin registration to the back of the fd's wait queue
  * (krec_rr_took), and knows an urgent one.  A nested instance is counted
- * as held (port->watched), which makes it keep its fd exact (port.c).
+ * as watched (bell_watch), which makes it keep its fd exact (WATCHED in
+ * bell.c).
  *
  * LOCKING.  Records are made, reused and cleared under the holder's
  * port->mtx (ctl, and the round-robin rotation a harvest makes); they are
@@ -45,9 +46,9 @@
  * So for EPOLLET the move is owed (rr_owed) until a later wait of the
  * instance finds the fd drained (a zero-timeout poll), as an
  * edge-triggered user drains it before waiting again; a registration whose
- * fd stays ready keeps its place until then.  The held instance's watched
- * count and doorbell mode change under its port->wlock (krec__set_watched),
- * nested inside the holder's mtx and outside the held instance's rq->lock.
+ * fd stays ready keeps its place until then.  The inner instance's watched
+ * count and doorbell mode change under its bell's wlock (bell_watch),
+ * nested inside the holder's mtx and outside the inner instance's rq->lock.
  * A harvest's check of a nested instance takes no lock of its own (rq->lock
  * through rq_prune).
  */
@@ -58,6 +59,7 @@
 
 #include "fdtab.h"
 #include "krec.h"
+#include "port_impl.h"
 #include "lock.h"
 #include "sys.h"
 
@@ -104,44 +106,11 @@ static struct krec *krec__find(struct port *p, struct port *inner, int fd)
 	return NULL;
 }
 
-/* Instances with watched > 0, process-wide. */
-static _Atomic int krec__nwatched;
-
-bool krec_any_watched(void)
-{
-	return atomic_load_explicit(&krec__nwatched, memory_order_relaxed) > 0;
-}
-
-/* Count an instance holding p; switch the doorbell's mode at 0 <-> 1.
- * Under p->wlock, which nests inside the holder's mtx and outside p's
- * ready-queue lock; it never takes an mtx, so no cycle can form even while
- * two instances are being added into each other. */
+/* Count an instance holding p (WATCHED in bell.c). */
 static void krec__set_watched(struct port *p, int delta)
 {
-	struct epoll_event ev = { .events = EPOLLIN };
-	uint64_t v;
-	int w;
-
-	lock_take(&p->wlock);
-	w = atomic_fetch_add(&p->watched, delta) + delta;
-	if ((delta > 0 && w == 1) || w == 0)
-		atomic_fetch_add(&krec__nwatched, w ? 1 : -1);
-	if (((delta > 0 && w == 1) || w == 0) && p->obj.kfd >= 0) {
-		ev.events |= w ? 0 : EPOLLET;
-		ev.data.u64 = (uint64_t)(uintptr_t)p;
-		if (sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, p->dbfd, &ev) == 0)
-			atomic_store(&p->db_lt, w != 0);
-		if (w) {
-			/* An edge-triggered doorbell keeps counting after its
-			 * event was taken: start level-triggered from zero,
-			 * rung again only if something is ready. */
-			sys_read(p->dbfd, &v, sizeof(v));
-			atomic_store(&p->db_set, 0);
-			if (rq_prune(&p->rq))
-				port_kick(p);
-		}
-	}
-	lock_drop(&p->wlock);
+	bell_watch(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq,
+		   delta);
 }
 
 /* A free record, or a new one appended to the list (mtx held). */
@@ -513,9 +482,9 @@ static bool krec__ready(struct port *p, int depth)
 {
 	struct krec *n;
 
-	if (port_prune(p))
+	if (bell_prune(&p->bell, &p->rq))
 		return true;
-	port_clear_db(p);
+	bell_clear(&p->bell, &p->rq);
 	if (!rq_empty(&p->rq))
 		return true; /* something came meanwhile */
 	/* Clear what is stale in the instances p holds, so that the kernel's
@@ -530,7 +499,7 @@ static bool krec__ready(struct port *p, int depth)
 			if (atomic_load_explicit(&n->inner, memory_order_acquire))
 				krec_nest_ready(n, depth);
 	}
-	/* What is left readable is kernel fds, held instances (or a ring
+	/* What is left readable is kernel fds, watched instances (or a ring
 	 * that just came). */
 	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
 }

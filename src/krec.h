@@ -74,9 +74,6 @@ void krec_rr_settle(struct port *p);
 /* Does the nested instance of record n really have something? (depth: of
  * the nesting, bounds the recursion) */
 bool krec_nest_ready(struct krec *n, int depth);
-/* Is any instance held by another one?  (Lets the hot paths skip the work
- * only held instances need.) */
-bool krec_any_watched(void);
 /* Free p's records at its release (no thread can reach p any more). */
 void krec_release(struct port *p);
 

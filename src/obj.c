@@ -40,7 +40,7 @@
 
 #define OBJ__NTYPES 3
 
-static const struct uobj_ops *const obj__ops[OBJ__NTYPES] = {
+const struct uobj_ops *const uobj__ops[OBJ__NTYPES] = {
 	[UOBJ_EVENTFD] = &uefd_ops,
 	[UOBJ_PORT] = &port_ops,
 };
@@ -61,7 +61,7 @@ static struct list obj__live = { &obj__live, &obj__live };
 struct uobj *uobj_alloc(int type)
 {
 	struct obj__pool *p = &obj__pools[type];
-	size_t size = obj__ops[type]->size;
+	size_t size = uobj__ops[type]->size;
 	struct uobj *o;
 
 	lock_take(&p->lock);
@@ -122,7 +122,7 @@ void uobj_get(struct uobj *o)
 void uobj_put(struct uobj *o)
 {
 	if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
-		obj__ops[o->type]->release(o);
+		uobj__ops[o->type]->release(o);
 }
 
 void uobj_free(struct uobj *o)
@@ -147,7 +147,7 @@ void uobj_free(struct uobj *o)
 
 void uobj_close(struct uobj *o)
 {
-	obj__ops[o->type]->close(o);
+	uobj__ops[o->type]->close(o);
 }
 
 /* ---- FORK -------------------------------------------------------------- */
@@ -185,7 +185,7 @@ static void obj__child(void)
 		obj__each(o, l) {
 			if (o->type != t)
 				continue;
-			int refs = obj__ops[t]->fork_child(o) +
+			int refs = uobj__ops[t]->fork_child(o) +
 				   (fdtab_peek(o->fd) == o);
 
 			if (atomic_load_explicit(&o->refs,
@@ -214,8 +214,8 @@ static void obj__child(void)
 			list_del(&o->live);
 			/* Back on the live list: uobj_free unlinks it. */
 			list_add_tail(&obj__live, &o->live);
-			obj__ops[t]->close(o);
-			obj__ops[t]->release(o);
+			uobj__ops[t]->close(o);
+			uobj__ops[t]->release(o);
 		}
 	}
 }

@@ -27,6 +27,9 @@
 #ifndef UEPOLL_OBJ_H
 #define UEPOLL_OBJ_H
 
+#include <signal.h>
+#include <sys/types.h>
+
 #include "internal.h"
 
 enum uobj_type {
@@ -53,9 +56,24 @@ struct uobj {
 	struct uobj *pool_next;
 };
 
-/* What obj.c and the fork handlers need of each type. */
+/*
+ * Each type's table: what the public entry points (api.c), obj.c and the
+ * fork handlers do with an object of the type, dispatched by its type and
+ * never by a switch.  A NULL call is one the type leaves to the kernel: the
+ * entry point makes the kernel call of the same name on the public number
+ * (read(2) of an epoll, epoll_ctl(2) on an eventfd...), so the answer and
+ * errno are the kernel's.
+ */
+struct epoll_event;
 struct uobj_ops {
 	size_t size;
+	ssize_t (*read)(struct uobj *o, void *buf, size_t n);
+	ssize_t (*write)(struct uobj *o, const void *buf, size_t n);
+	int (*ctl)(struct uobj *o, int op, int fd, struct epoll_event *ev);
+	/* deadline: -1 blocks, 0 polls, else an absolute CLOCK_MONOTONIC time
+	 * in ns.  NULL: EINVAL, as epoll_wait(2) on a non-epoll fd. */
+	int (*wait)(struct uobj *o, struct epoll_event *evs, int max,
+		    int64_t deadline, const sigset_t *sigmask);
 	/* The object left the fd table (uepoll_close, or a number reused
 	 * behind our back): detach it from others (a closed ueventfd leaves
 	 * every instance watching it).  Idempotent. */
@@ -70,6 +88,13 @@ struct uobj_ops {
 	 * has besides the fd table's (a queued timer's). */
 	int (*fork_child)(struct uobj *o);
 };
+
+/* The table of o's type (set once, when its memory was first carved). */
+extern const struct uobj_ops *const uobj__ops[];
+static inline const struct uobj_ops *uobj_ops(const struct uobj *o)
+{
+	return uobj__ops[o->type];
+}
 
 /* Allocate zeroed memory of the type's size from its pool, refs == 1,
  * fd == kfd == -1. */

@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * port.c - the uepoll instance: create and release, ctl (of ueventfds here;
- * the rest dispatched), the signal path and the wake protocol, removal of a
- * closed source's items.  Two parts have their own files: krec.c, the
+ * the rest dispatched), the signal path, removal of a closed source's items.
+ * Three parts have their own files: bell.c, the wake protocol; krec.c, the
  * kernel-side registrations a harvest must recognise (nested instances,
- * EPOLLROUNDROBIN and EPOLLURGENT kernel fds), and wait.c, how a thread
- * waits on an instance (port_wait), the waiter's half of DOORBELL and DOZE.
+ * EPOLLROUNDROBIN and EPOLLURGENT kernel fds); and wait.c, how a thread
+ * waits on an instance (port_wait).
  *
  * LAYERS.  A port owns a kernel epoll (its public fd) that holds the kernel
  * fds the user adds, other uepoll instances (their fds are kernel epolls),
- * and a private eventfd, the doorbell.  Userspace sources (ueventfds) are
- * items on the sources' wait queues; a source that becomes ready puts the
- * item on the port's ready queue and rings the doorbell if it is not rung
- * already.  Waiters take userspace items from the ready queue and kernel
- * events from the kernel epoll, and sleep in epoll_wait on the kernel epoll,
- * where either kind wakes them.
+ * and a private eventfd, the doorbell (bell.c).  Userspace sources
+ * (ueventfds) are items on the sources' wait queues; a source that becomes
+ * ready puts the item on the port's ready queue and rings the doorbell if
+ * it is not rung already.  Waiters take userspace items from the ready
+ * queue and kernel events from the kernel epoll, and sleep in epoll_wait on
+ * the kernel epoll, where either kind wakes them.
  *
  * LOCKING (outermost first):
  *   port->mtx      serialises ctl on the port (except a ueventfd's MOD,
@@ -38,42 +38,12 @@
  * (lock.h: a signal handler's ueventfd write never waits for its own
  * thread, and a fork waits until no thread holds one).
  *
- * DOORBELL (no lost wakeup).  db_set == 1 means the doorbell has been rung
- * and its event not yet taken by a waiter.
- *  - Signaler: queue the item (rq count++, seq_cst), then port_kick: if
- *    db_set was 0, set it and write the doorbell.
- *  - Waiter: a wait that took the doorbell's event from the kernel stores
- *    db_set = 0 (seq_cst) before it looks at the ready queue.  Either the
- *    signaler's load of db_set comes first in the seq_cst order (it saw 1
- *    and skipped; then our later look at the queue sees its item) or it
- *    comes after (it saw 0 and rings).
- *  - A waiter about to sleep re-checks the ready queue after counting
- *    itself in `sleepers`; while db_set == 1 the doorbell's event is pending
- *    in the kernel epoll (or was just taken by a waiter that will harvest),
- *    so epoll_wait cannot sleep through a queued item.
- *  - A wait that leaves items queued (maxevents reached, level-triggered
- *    re-queue) kicks again, so the public fd stays readable for poll(),
- *    select() and outer event loops whenever a uepoll_wait would return.
- * When nobody sleeps, db_set stays 1 and signals make no system call.  The
- * signaler's side is here (port_item_signal, port_item_kick, port_kick);
- * the waiter's is wait.c's (wait__kernel, the sleeps, wait__settle).
- *
- * DOZE (min-wait batching, wait__doze in wait.c).  A batching wait whose
- * window is open sets db_set = 1 itself, with no event behind it, so that
- * signals neither write the doorbell nor wake anyone until the window closes:
- * the one exception to "db_set == 1 means an event is pending".  It is bounded
- * (the doze ends at the window's end or the timeout) and repaired on the way
- * out: the dozer stores db_set = 0 (seq_cst), then, if items are queued and
- * another thread sleeps, rings (a thread that starts sleeping counts itself
- * in sleepers, then looks at the queue: one of the two sees the other).  What
- * must wake a dozer rings regardless of db_set: an urgent item, or the event
- * that brings bwant to 0 (port__wake_dozer, which loads dozers after its
- * enqueue as port_kick loads db_set; the dozer counts itself in dozers before
- * it re-checks the queue).  Kernel fds reach the kernel epoll directly and
- * wake a dozer as they wake any sleeper.
+ * WAKEUPS.  The signaler's half of the wake protocol is here
+ * (port_item_signal, port_item_kick: queue the item, then the bell's
+ * verbs); the waiter's half is wait.c's; the protocol itself (DOORBELL,
+ * DOZE, WATCHED) and its state are bell.c's.
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -81,6 +51,7 @@
 #include "uepoll.h"
 
 #include "batch.h"
+#include "port_impl.h"
 #include "eventfd.h"
 #include "fdtab.h"
 #include "krec.h"
@@ -100,45 +71,14 @@ void item_disarmed(struct item *it)
 		atomic_fetch_sub(&((struct uefd *)it->src)->wq.narmed, 1);
 }
 
-/* Ring whatever db_set says: a dozing batch wait holds db_set at 1 so that
- * ordinary events do not wake it; these must. */
-static void port__ring(struct port *p)
+struct turn *port_turn(struct port *p)
 {
-	atomic_store(&p->db_set, 1);
-	sys_eventfd_signal(p->dbfd);
+	return &p->turn;
 }
 
-/*
- * An item was queued while a batching wait dozes (wait__doze): ring for an
- * urgent item, or for the event that makes enough (bwant reaches 0).  The
- * seq_cst load of dozers comes after the enqueue, as port_kick's load of
- * db_set does: the dozer counts itself, then re-checks the queue.
- */
-static void port__wake_dozer(struct port *p, uint32_t ev, bool queued)
+struct bell *port_bell(struct port *p)
 {
-	if (likely(!atomic_load(&p->dozers)))
-		return;
-	if (ev & EPOLLURGENT)
-		port__ring(p);
-	else if (queued && atomic_load(&p->bwant) > 0 &&
-		 atomic_fetch_sub(&p->bwant, 1) == 1)
-		port__ring(p);
-}
-
-/*
- * A source event reached the instance.  The kernel wakes an epoll's own
- * pollers on each such event, so an instance held by another instance rings
- * every time (an edge-triggered holder sees each edge); others ring only when
- * the doorbell is not rung already.
- */
-static void port__kick_edge(struct port *p)
-{
-	if (atomic_load_explicit(&p->watched, memory_order_relaxed)) {
-		atomic_store(&p->db_set, 1);
-		sys_eventfd_signal(p->dbfd);
-	} else {
-		port_kick(p);
-	}
+	return &p->bell;
 }
 
 /* Incarnations of instances (port->gen). */
@@ -146,7 +86,6 @@ static _Atomic uint64_t port__gens;
 
 int port_create(int flags, unsigned int uflags)
 {
-	struct epoll_event dbev = { .events = EPOLLIN | EPOLLET };
 	struct uobj *o, *old;
 	struct port *p;
 	int fd, r;
@@ -156,7 +95,7 @@ int port_create(int flags, unsigned int uflags)
 	if (!o)
 		return -ENOMEM;
 	p = (struct port *)o;
-	p->dbfd = -1;
+	p->bell.fd = -1;
 	fd = sys_epoll_create1(flags);
 	if (fd < 0) {
 		uobj_free(o);
@@ -167,32 +106,21 @@ int port_create(int flags, unsigned int uflags)
 		r = o->kfd;
 		goto err;
 	}
-	p->dbfd = sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (p->dbfd < 0) {
-		r = p->dbfd;
-		goto err;
-	}
-	dbev.data.u64 = (uint64_t)(uintptr_t)p;
-	r = sys_epoll_ctl(o->kfd, EPOLL_CTL_ADD, p->dbfd, &dbev);
+	/* Its data is the instance's address: a wait tells the doorbell's
+	 * event from the user's by it (wait__kernel). */
+	r = bell_init(&p->bell, o->kfd, (uint64_t)(uintptr_t)p);
 	if (r < 0)
 		goto err;
 	/* Locks are never destroyed: the memory is type-stable, and a forked
 	 * child may finish a release (FORK in obj.c). */
 	lock_init(&p->mtx);
-	lock_init(&p->wlock);
 	list_init(&p->items);
 	atomic_init(&p->nkernel, 0);
 	atomic_init(&p->side, 0);
 	atomic_init(&p->kfull, false);
-	atomic_init(&p->db_set, 0);
-	atomic_init(&p->sleepers, 0);
-	atomic_init(&p->watched, 0);
-	atomic_init(&p->db_lt, false);
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nfdrec, 0);
 	atomic_init(&p->rr_owed, 0);
-	atomic_init(&p->dozers, 0);
-	atomic_init(&p->bwant, 0);
 	atomic_init(&p->bseq, 0);
 	atomic_init(&p->b_min_wait_us, 0);
 	atomic_init(&p->b_min_events, 0);
@@ -221,8 +149,7 @@ int port_create(int flags, unsigned int uflags)
 	return fd;
 
 err:
-	if (p->dbfd >= 0)
-		sys_close(p->dbfd);
+	bell_close(&p->bell);
 	if (o->kfd >= 0)
 		sys_close(o->kfd);
 	sys_close(fd);
@@ -230,7 +157,7 @@ err:
 	return r;
 }
 
-bool port_item_signal(struct item *it, uint32_t key, bool *held)
+bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 {
 	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
 	struct port *p = it->port;
@@ -239,8 +166,8 @@ bool port_item_signal(struct item *it, uint32_t key, bool *held)
 	/* Disarmed by EPOLLONESHOT, or not interested in this change. */
 	if (!(ev & ~UEP_PRIVATE_BITS) || (key && !(key & ev)))
 		return false;
-	port__wake_dozer(p, ev, rq_enqueue(&p->rq, it));
-	if ((ev & EPOLLEXCLUSIVE) && atomic_load(&p->sleepers) > 0) {
+	bell_dozer_event(&p->bell, ev, rq_enqueue(&p->rq, it));
+	if ((ev & EPOLLEXCLUSIVE) && bell_has_sleeper(&p->bell)) {
 		/* The kernel's rule: an exclusive wakeup counts when the
 		 * instance has a sleeper and the change is one it asked for. */
 		switch (key & (EPOLLIN | EPOLLOUT)) {
@@ -255,20 +182,17 @@ bool port_item_signal(struct item *it, uint32_t key, bool *held)
 			break;
 		}
 	}
-	if (!held) {
-		port__kick_edge(p);
+	if (!deferred) {
+		bell_kick_edge(&p->bell);
 	} else {
-		spin_held(&p->spin);
-		if (atomic_load_explicit(&p->watched, memory_order_relaxed) ||
-		    atomic_load(&p->db_set) == 0)
-			/* seq_cst load after the enqueue, as port_kick's: a
-			 * waiter that stores db_set = 0 later sees the item. */
-			*held = true;
+		spin_deferred(&p->spin);
+		if (bell_defer(&p->bell))
+			*deferred = true;
 	}
-	/* A held instance must not stay readable for an event that did not
+	/* A watched instance must not stay readable for an event that did not
 	 * make the item ready (a write of 0): its holder's kernel epoll polls
 	 * it, and would otherwise report it (and disarm EPOLLONESHOT). */
-	if (atomic_load_explicit(&p->watched, memory_order_relaxed) &&
+	if (bell_watched(&p->bell) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
 		port_revalidate(p);
 	return ewake;
@@ -280,13 +204,13 @@ void port_item_kick(struct item *it)
 	struct port *p = it->port;
 
 	/* seq_cst, pairs with the harvest's store of IDLE: IDLE means a
-	 * waiter that was awake took the item after the held signal queued
+	 * waiter that was awake took the item after the deferred signal queued
 	 * it, so nobody sleeps on it. */
 	if (atomic_load(&it->state) != ITEM_QUEUED)
 		return;
-	port__kick_edge(p);
-	/* As in port_item_signal: a held instance's fd stays exact. */
-	if (atomic_load_explicit(&p->watched, memory_order_relaxed) &&
+	bell_kick_edge(&p->bell);
+	/* As in port_item_signal: a watched instance's fd stays exact. */
+	if (bell_watched(&p->bell) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
 		port_revalidate(p);
 }
@@ -307,11 +231,11 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 	if (item_poll(it) & events) {
 		bool queued = rq_enqueue(&p->rq, it);
 
-		port__wake_dozer(p, events, queued);
+		bell_dozer_event(&p->bell, events, queued);
 		if (queued)
-			port__kick_edge(p);
+			bell_kick_edge(&p->bell);
 		else
-			port_kick(p);
+			bell_kick(&p->bell);
 	}
 }
 
@@ -455,44 +379,9 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	return r;
 }
 
-/* Forget a stale doorbell: afterwards the kernel epoll is readable only for
- * kernel-side events, or for a ring that comes after. */
-void port_clear_db(struct port *p)
-{
-	uint64_t v;
-
-	if (!atomic_load(&p->db_set))
-		return;
-	/* Zeroing the eventfd makes the doorbell's queued event (if any)
-	 * vanish: the kernel re-polls an item before reporting it. */
-	sys_read(p->dbfd, &v, sizeof(v));
-	atomic_store(&p->db_set, 0);
-	if (!rq_empty(&p->rq))
-		port_kick(p);
-}
-
-/*
- * A prune holds the queue's items in a private queue for a moment, and
- * rq_empty() (lock-free) may then see the queue empty: a port_clear_db
- * running meanwhile zeroes the doorbell and does not ring again.  So a prune
- * that kept items rings (seq_cst: either it sees that db_set == 0 or the
- * clear's later rq_empty() sees the items back); usually db_set is 1 and
- * this is one load.
- */
-bool port_prune(struct port *p)
-{
-	if (!rq_prune(&p->rq))
-		return false;
-	port_kick(p);
-	return true;
-}
-
 void port_revalidate(struct port *p)
 {
-	if (!atomic_load_explicit(&p->watched, memory_order_relaxed))
-		return;
-	if (!port_prune(p))
-		port_clear_db(p);
+	bell_mirror(&p->bell, &p->rq);
 }
 
 void port_drop_source(struct wq *q)
@@ -512,7 +401,7 @@ void port_drop_source(struct wq *q)
 			/* The port is being released; its release unlinks
 			 * this item under q->lock. */
 			lock_drop(&q->lock);
-			sched_yield();
+			sys_yield();
 			continue;
 		}
 		lock_drop(&q->lock);
@@ -550,9 +439,7 @@ static void port__release(struct uobj *o)
 		lock_drop(&q->lock);
 		port__free_item(p, it);
 	}
-	if (p->dbfd >= 0)
-		sys_close(p->dbfd);
-	p->dbfd = -1;
+	bell_close(&p->bell);
 	if (o->kfd >= 0)
 		sys_close(o->kfd);
 	o->kfd = -1;
@@ -581,18 +468,31 @@ static int port__fork_child(struct uobj *o)
 
 	/* Each store only where the value is not already right: a page the
 	 * child only reads stays shared with the parent (no copy). */
-	obj_fork_zero(&p->sleepers);
-	obj_fork_zero(&p->dozers);
-	obj_fork_zero(&p->bwant);
-	obj_fork_zero(&p->db_set);
+	bell_fork_child(&p->bell);
 	spin_fork_child(&p->spin);
 	turn_fork_child(&p->turn);
 	rq_fork_child(&p->rq, &p->items);
 	return 0;
 }
 
+static int port__ctl_op(struct uobj *o, int op, int fd,
+		       struct epoll_event *ev)
+{
+	return port_ctl((struct port *)o, op, fd, ev);
+}
+
+/* Through the FIFO line when the instance keeps one (turn.c). */
+static int port__wait_op(struct uobj *o, struct epoll_event *evs, int max,
+			 int64_t deadline, const sigset_t *sigmask)
+{
+	return turn_wait((struct port *)o, evs, max, deadline, sigmask);
+}
+
+/* (read and write: the kernel's answer for an epoll, EINVAL.) */
 const struct uobj_ops port_ops = {
 	.size = sizeof(struct port),
+	.ctl = port__ctl_op,
+	.wait = port__wait_op,
 	.close = port__close,
 	.release = port__release,
 	.fork_child = port__fork_child,

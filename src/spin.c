@@ -28,12 +28,12 @@
  *    waits not to show in their 99th percentile of latency;
  *  - at most SPIN_SPINNERS threads of one instance spin at once; the others
  *    sleep as before, so a pool of N idle threads does not keep N CPUs busy;
- *  - an instance that got a held wakeup (a ueventfd that coalesces its
+ *  - an instance that got a deferred wakeup (a ueventfd that coalesces its
  *    wakeups queues the item but delays the ring: COALESCE in eventfd.c)
- *    never spins again (spin_held): its user chose fewer wakeups over
+ *    never spins again (spin_deferred): its user chose fewer wakeups over
  *    latency, and a spinner would take each such item at once.
  *
- * What a spinning thread does not do: it is not counted in port->sleepers (it
+ * What a spinning thread does not do: it is not counted in bell.sleepers (it
  * is running, as a thread that is handling an event is: an exclusive or
  * round-robin wakeup passes over its instance, as the kernel passes over an
  * epoll with no thread in epoll_wait), and it polls only the ready queue: a
@@ -91,7 +91,7 @@ void spin_init(struct spin *s, bool off)
 	atomic_init(&s->idle, 0);
 	atomic_init(&s->period, SPIN_PROBE);
 	atomic_init(&s->spinners, 0);
-	atomic_init(&s->held, false);
+	atomic_init(&s->deferred, false);
 }
 
 /* The budget of this wait's spin (0: none); *probe: it is a probe. */
@@ -100,7 +100,7 @@ static uint32_t spin__budget(struct spin *s, bool *probe)
 	uint32_t b = atomic_load_explicit(&s->budget, memory_order_relaxed);
 
 	*probe = false;
-	if (atomic_load_explicit(&s->held, memory_order_relaxed))
+	if (atomic_load_explicit(&s->deferred, memory_order_relaxed))
 		return 0;
 	if (b || !s->max)
 		return b;

@@ -22,9 +22,9 @@ struct spin {
 	_Atomic uint32_t idle, period;
 	/* Threads spinning now (at most SPIN_SPINNERS). */
 	_Atomic int spinners;
-	/* The instance got a held (coalesced) wakeup: it never spins again
-	 * (spin_held). */
-	_Atomic bool held;
+	/* The instance got a deferred (coalesced) wakeup: it never spins again
+	 * (spin_deferred). */
+	_Atomic bool deferred;
 	/* The longest spin (ns); 0: this instance never spins.  Set once. */
 	uint32_t max;
 };
@@ -32,15 +32,15 @@ struct spin {
 /* off: never spin (UEPOLL_NOSPIN); else the process's UEPOLL_SPIN_NS. */
 void spin_init(struct spin *s, bool off);
 /*
- * A signal queued an item but held its wakeup (a coalescing ueventfd): the
+ * A signal queued an item but deferred its wakeup (a coalescing ueventfd): the
  * instance's waits stop spinning for good, or a spinner would take every
  * such item at once and undo the coalescing its user asked for.  Called on
  * the signal path: a load, and a store only the first time.
  */
-static inline void spin_held(struct spin *s)
+static inline void spin_deferred(struct spin *s)
 {
-	if (!atomic_load_explicit(&s->held, memory_order_relaxed))
-		atomic_store_explicit(&s->held, true, memory_order_relaxed);
+	if (!atomic_load_explicit(&s->deferred, memory_order_relaxed))
+		atomic_store_explicit(&s->deferred, true, memory_order_relaxed);
 }
 
 /*

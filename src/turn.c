@@ -44,14 +44,16 @@
  * the lead it was just given (turn__cancelled); a cancelled leader hands
  * over (turn__handover as a cleanup handler); models/turn.pml has both.
  *
- * Followers count themselves in port->sleepers, so that an exclusive or
- * round-robin wakeup still sees the instance as idle while the lead passes
- * from one thread to the next.  (Counting more sleepers only makes
- * signalers ring the doorbell more often, which never loses a wakeup.)
+ * Followers count themselves as the bell's sleepers (bell_follow_begin), so
+ * that an exclusive or round-robin wakeup still sees the instance as idle
+ * while the lead passes from one thread to the next.  (Counting more
+ * sleepers only makes signalers ring the doorbell more often, which never
+ * loses a wakeup.)
  */
 #include <errno.h>
 #include <sys/eventfd.h>
 
+#include "bell.h"
 #include "lock.h"
 #include "port.h"
 #include "sys.h"
@@ -149,13 +151,13 @@ struct turn__ctx {
  * and a forked child finds every open one among members. */
 static void turn__leave(struct turn__ctx *c)
 {
-	struct turn *t = &c->p->turn;
+	struct turn *t = port_turn(c->p);
 
 	lock_take(&t->lock);
 	list_del(&c->w->mlink);
 	sys_close(c->w->efd);
 	lock_drop(&t->lock);
-	atomic_fetch_sub(&c->p->sleepers, 1);
+	bell_follow_end(port_bell(c->p));
 }
 
 /* A follower cancelled in its sleep: out of the line, or, if the lead was
@@ -164,7 +166,7 @@ static void turn__leave(struct turn__ctx *c)
 static void turn__cancelled(void *arg)
 {
 	struct turn__ctx *c = arg;
-	struct turn *t = &c->p->turn;
+	struct turn *t = port_turn(c->p);
 
 	lock_take(&t->lock);
 	if (c->w->promoted)
@@ -193,7 +195,7 @@ void turn_fork_child(struct turn *t)
 int turn_wait(struct port *p, struct epoll_event *evs, int max,
 	      int64_t deadline, const sigset_t *sigmask)
 {
-	struct turn *t = &p->turn;
+	struct turn *t = port_turn(p);
 	struct turn_waiter w;
 	struct turn__ctx c = { p, &w };
 	int r;
@@ -219,7 +221,7 @@ int turn_wait(struct port *p, struct epoll_event *evs, int max,
 		list_add_tail(&t->members, &w.mlink);
 		/* Pairs with the exclusive-wakeup check in port_item_signal:
 		 * see the comment at the top of this file. */
-		atomic_fetch_add(&p->sleepers, 1);
+		bell_follow_begin(port_bell(p));
 		lock_drop(&t->lock);
 		pthread_cleanup_push(turn__cancelled, &c);
 		r = turn__follow(t, &w, deadline, sigmask);

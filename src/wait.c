@@ -11,15 +11,15 @@
  * registration's (krec.c) reported with the user's data, or dropped when a
  * nested instance has nothing after all.
  *
- * This is the waiter's half of the wake protocol: DOORBELL and DOZE in
- * port.c state it together with the signaler's half, and why no wakeup is
- * lost between them.
+ * This is the waiter's half of the wake protocol; its state and the
+ * arguments why no wakeup is lost (DOORBELL, DOZE, WATCHED) are bell.c's,
+ * and every step of it here is one of bell.h's verbs.
  *
  * LOCKING.  A wait holds no lock while it sleeps, and none of its own: it
  * takes rq->lock inside the ready queue's harvests and prunes (readyq.c),
  * and port->mtx only to move a round-robin registration whose event it
  * took (krec_rr_took, krec_rr_settle), holding nothing else then.  The rest
- * is the protocol's seq_cst atomics: db_set, sleepers, dozers, bwant.
+ * is the protocol's atomics, behind the bell's verbs.
  *
  * FAIRNESS.  The kernel keeps one ready list per epoll and rotates it: with
  * N sources ready, each is reported within N waits of maxevents 1.  An
@@ -48,6 +48,7 @@
 #include "uepoll.h"
 
 #include "batch.h"
+#include "port_impl.h"
 #include "krec.h"
 #include "port.h"
 #include "sys.h"
@@ -113,13 +114,8 @@ again:
 	dropped = 0;
 	for (i = k, end = k + r; i < end; i++) {
 		if (evs[i].data.u64 == me) {
-			/* An edge-triggered doorbell's event is consumed by
-			 * being taken (store before anything else can return:
-			 * a stale db_set == 1 would strand every sleeper); a
-			 * level-triggered one stays until port_clear_db. */
 			*db = true;
-			if (!atomic_load(&p->db_lt))
-				atomic_store(&p->db_set, 0);
+			bell_took(&p->bell);
 			continue;
 		}
 		if (recs && (n = krec_of(p, evs[i].data.u64, &v))) {
@@ -186,8 +182,8 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 	/* A doorbell with nothing ready behind it would only take a slot of
 	 * the kernel's batch: clear it first (a system call, but this wait
 	 * makes one anyway). */
-	if (atomic_load(&p->db_set) && !rq_prune(&p->rq))
-		port_clear_db(p);
+	if (bell_rung(&p->bell) && !rq_prune(&p->rq))
+		bell_clear(&p->bell, &p->rq);
 	rq_pass_init(&ps);
 	/* Turns until the slots are full or nothing more is ready for this
 	 * wait.  The kernel is asked again only if its last batch was full
@@ -219,7 +215,7 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 		 * now: ring the doorbell if items wait and it is not rung. */
 		if (atomic_load_explicit(&p->kfull, memory_order_relaxed) &&
 		    !rq_empty(&p->rq))
-			port_kick(p);
+			bell_kick(&p->bell);
 		want = max - n;
 		r = wait__kernel(p, evs + n, want, &wait__zero, NULL, &db, kc,
 				 &full);
@@ -251,26 +247,16 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
  */
 static void wait__settle(struct port *p, bool poll, bool slept)
 {
-	/* An instance held by another one keeps its fd exact. */
-	port_revalidate(p);
+	/* An instance watched by another one keeps its fd exact. */
+	bell_mirror(&p->bell, &p->rq);
 	if (!rq_empty(&p->rq)) {
-		/*
-		 * Items left (beyond maxevents, or level-triggered ones put
-		 * back).  Ring, so that a sleeper or an outside poller sees
-		 * them.  Except after a blocking wait that slept, when no other
-		 * thread sleeps here: then the ring would only make this
-		 * thread's next wait return at once (a write and an epoll_wait
-		 * per event, in every ping-pong); the caller's next wait finds
-		 * the items itself.  (seq_cst: a thread that starts sleeping
-		 * counts itself, then looks at the queue.)
-		 */
-		if (!slept || atomic_load(&p->sleepers) > 0 ||
-		    atomic_load_explicit(&p->watched, memory_order_relaxed))
-			port_kick(p);
+		/* Items left (beyond maxevents, or level-triggered ones put
+		 * back): a sleeper or an outside poller must see them. */
+		bell_settle(&p->bell, slept);
 		return;
 	}
 	if (poll)
-		port_clear_db(p);
+		bell_clear(&p->bell, &p->rq);
 }
 
 static bool wait__ready(void *p)
@@ -279,17 +265,17 @@ static bool wait__ready(void *p)
 }
 
 /*
- * The sleep of a wait (DOORBELL in port.c): spin a little first (SPIN in
+ * The sleep of a wait (DOORBELL in bell.c): spin a little first (SPIN in
  * spin.c; until: the wait's deadline, -1 none), count ourselves in sleepers,
  * re-check the ready queue, then sleep in the kernel epoll, where the
- * doorbell and kernel fds wake us.  A level-triggered doorbell (a held
+ * doorbell and kernel fds wake us.  A level-triggered doorbell (a watched
  * instance) would wake us at once: it is cleared first unless something is
  * really ready.  Returns false, without sleeping, if items are queued;
  * else true with wait__kernel's result in *r.
  */
 static void wait__unsleep(void *p)
 {
-	atomic_fetch_sub(&((struct port *)p)->sleepers, 1);
+	bell_sleep_end(&((struct port *)p)->bell);
 }
 
 static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
@@ -297,15 +283,12 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 			const sigset_t *sigmask, bool *db,
 			struct wait__kctx *kc, int *r)
 {
-	if (atomic_load(&p->db_lt))
-		port_revalidate(p);
+	if (bell_lt(&p->bell))
+		bell_mirror(&p->bell, &p->rq);
 	if (spin_wait(&p->spin, wait__ready, p, until))
 		return false;
-	atomic_fetch_add(&p->sleepers, 1);
-	if (!rq_empty(&p->rq)) {
-		atomic_fetch_sub(&p->sleepers, 1);
+	if (!bell_sleep_begin(&p->bell, &p->rq))
 		return false;
-	}
 	/* Cancelled in its sleep, the wait is not a sleeper any more. */
 	pthread_cleanup_push(wait__unsleep, p);
 	*r = wait__kernel(p, evs, max, timeout, sigmask, db, kc, NULL);
@@ -384,24 +367,15 @@ static void wait__undoze(void *arg)
 {
 	struct port *p = arg;
 
-	atomic_fetch_sub(&p->sleepers, 1);
-	atomic_store(&p->bwant, 0);
-	atomic_fetch_sub(&p->dozers, 1);
-	/* Give the doorbell back: db_set == 1 with no event behind it would
-	 * strand other sleepers.  Items queued meanwhile are this wait's to
-	 * collect, unless someone else sleeps (seq_cst: a thread that starts
-	 * sleeping counts itself, then looks at the queue). */
-	atomic_store(&p->db_set, 0);
-	if (!rq_empty(&p->rq) && atomic_load(&p->sleepers) > 0)
-		port_kick(p);
+	bell_doze_end(&p->bell, &p->rq);
 }
 
 /*
  * A batching wait with its window open sleeps through ordinary events until
- * `until`: it holds db_set at 1, so that a signal neither makes a system call
- * nor wakes anyone, and counts itself in dozers, so that an urgent item or
- * the event that makes `want` rings anyway (port__wake_dozer).  Kernel fds
- * still wake it (they reach the kernel epoll directly), except in `blind`
+ * `until`: it holds the doorbell rung, so that a signal neither makes a
+ * system call nor wakes anyone, and counts itself a dozer, so that an urgent
+ * item or the event that makes `want` rings anyway (DOZE in bell.c).  Kernel
+ * fds still wake it (they reach the kernel epoll directly), except in `blind`
  * mode, when a level-triggered kernel fd the batch holds keeps the kernel
  * epoll readable: then it sleeps on the doorbell and the urgent kernel
  * registrations alone (polled for the events they were registered for; a
@@ -417,27 +391,18 @@ static int wait__doze(struct port *p, struct epoll_event *evs, int max,
 	struct pollfd pfd[1 + WAIT__BLIND_URGENT];
 	struct timespec ts;
 	struct krec *n;
-	uint64_t v;
 	int r = 0, npfd = 1;
 
 	*db = false;
-	/* seq_cst, before the queue is re-checked: pairs with the signal
-	 * path's load of dozers after its enqueue (port__wake_dozer). */
-	atomic_fetch_add(&p->dozers, 1);
-	atomic_store(&p->bwant, want);
-	/* An event pending behind db_set == 1 wakes the sleep below at once
-	 * (or, blind, is cleared: the re-check below finds its item). */
-	atomic_store(&p->db_set, 1);
-	atomic_fetch_add(&p->sleepers, 1);
+	bell_doze_begin(&p->bell, want, blind);
 	/* Cancelled while dozing, the doze ends as it would have. */
 	pthread_cleanup_push(wait__undoze, p);
-	if (blind)
-		sys_read(p->dbfd, &v, sizeof(v));
+	/* The re-check after counting ourselves (DOZE). */
 	if (rq_empty(&p->rq)) {
 		if (blind) {
 			/* The doorbell, and the urgent kernel registrations
 			 * (none is held: one would have ended the batch). */
-			pfd[0].fd = p->dbfd;
+			pfd[0].fd = bell_fd(&p->bell);
 			pfd[0].events = POLLIN;
 			for (n = atomic_load_explicit(&p->krecs,
 						      memory_order_acquire);
@@ -522,8 +487,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 		if (batch_due(&b, now, &until, &doze, &want))
 			break;
 		kc.repeats = 0;
-		dozed = doze && !atomic_load_explicit(&p->watched,
-						      memory_order_relaxed);
+		dozed = doze && !bell_watched(&p->bell);
 		if (dozed) {
 			got = wait__doze(p, evs + b.n, max - b.n, until, want,
 					 blind, sigmask, &db, &kc);
@@ -531,7 +495,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 				       until == BATCH_NEVER ? -1 : until,
 				       wait__until(until, &ts), sigmask, &db,
 				       &kc, &got)) {
-			/* As a plain wait sleeps (an instance held by
+			/* As a plain wait sleeps (an instance watched by
 			 * another one rings on every event anyway); items
 			 * came meanwhile: collect them. */
 			continue;
@@ -553,7 +517,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 		batch_add(&b, got, kc.urgent, (int64_t)sys_now_ns());
 		/* Woken only by kernel events the batch holds already: a
 		 * level-triggered kernel fd keeps the epoll readable.  A doze
-		 * goes on blind; a held instance (which cannot doze: it rings
+		 * goes on blind; a watched instance (which cannot doze: it rings
 		 * on every event) returns rather than spin. */
 		if (got == 0 && kc.repeats > 0 && !db) {
 			if (!dozed)

@@ -85,16 +85,16 @@ void wq_kick(struct wq *q)
 	lock_drop(&q->lock);
 }
 
-bool wq_wake(struct wq *q, uint32_t key, bool hold)
+bool wq_wake(struct wq *q, uint32_t key, bool defer)
 {
-	bool held = false;
+	bool owed = false;
 	struct list *l;
 
 	lock_take(&q->lock);
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
-		if (port_item_signal(it, key, hold ? &held : NULL)) {
+		if (port_item_signal(it, key, defer ? &owed : NULL)) {
 			/* EPOLLROUNDROBIN: the instance that took this
 			 * exclusive wakeup goes to the back of the line. */
 			if (atomic_load_explicit(&it->events,
@@ -107,5 +107,5 @@ bool wq_wake(struct wq *q, uint32_t key, bool hold)
 		}
 	}
 	lock_drop(&q->lock);
-	return held;
+	return owed;
 }

@@ -41,14 +41,14 @@ void wq_count(struct wq *q, struct item *it, uint32_t events);
 struct item *wq_find(struct wq *q, const struct port *p);
 /* Deliver a readiness change with poll key `key` to the watchers: every
  * non-exclusive one, and exclusive ones in order until one instance that has
- * a thread blocked in a wait took it.  With `hold` (a coalescing ueventfd's
+ * a thread blocked in a wait took it.  With `defer` (a coalescing ueventfd's
  * write) the items are queued at once but no doorbell is rung: returns true
  * if one needed ringing, and the caller then owes a wq_kick. */
-bool wq_wake(struct wq *q, uint32_t key, bool hold);
-/* The held rings of earlier wq_wake(hold) calls: ring the instances whose
- * item still waits in their ready queue. */
+bool wq_wake(struct wq *q, uint32_t key, bool defer);
+/* The deferred rings of earlier wq_wake(defer) calls: ring the instances
+ * whose item still waits in their ready queue. */
 void wq_kick(struct wq *q);
-/* The source stopped being readable: instances held by other instances
+/* The source stopped being readable: instances watched by other instances
  * re-check their ready queues (port_revalidate). */
 void wq_unready(struct wq *q);
 

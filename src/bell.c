@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bell.c - an instance's wake protocol (bell.h has the verbs and who calls
+ * them).  A waiter sleeps in epoll_wait on the instance's kernel epoll,
+ * where kernel fds wake it directly; userspace sources (ueventfds) wake it
+ * through the doorbell, a private eventfd in that epoll.  The doorbell also
+ * makes the instance's public fd (the kernel epoll) readable for poll(),
+ * select() and outer event loops while items are queued.
+ *
+ * DOORBELL (no lost wakeup).  `set` == 1 means the doorbell has been rung
+ * and its event not yet taken by a waiter.
+ *  - Signaler (port_item_signal, then bell_kick): enqueue the item, then
+ *    load `set` (seq_cst); if it is 0, exchange it to 1 and write the
+ *    eventfd.  The enqueue ends with liburcu's cds_wfcq_enqueue, an
+ *    exchange of the queue's tail between full barriers (uatomic_xchg), so
+ *    the load of `set` cannot be satisfied before the new tail is visible.
+ *  - Waiter: a wait that took the doorbell's event stores `set` = 0
+ *    (bell_took, seq_cst) before it looks at the ready queue (rq_empty: a
+ *    seq_cst load of txbusy, which orders the loads of the queue's head
+ *    and tail after it).  Either the signaler's load of `set` comes first
+ *    (it saw 1 and skipped: its tail exchange, before that load, is then
+ *    before our store, which is before our look, so we see the item), or
+ *    it comes after (it saw 0 and rings).  There is no seq_cst counter of
+ *    queued items: the queue's tail, published by a fully fenced
+ *    exchange, is what both sides order against.
+ *  - A waiter about to sleep counts itself in `sleepers`, then re-checks
+ *    the queue (bell_sleep_begin); while `set` == 1 the doorbell's event is
+ *    pending in the kernel epoll (or was just taken by a waiter that will
+ *    harvest), so epoll_wait cannot sleep through a queued item.
+ *  - A wait that leaves items queued (maxevents reached, level-triggered
+ *    re-queue) kicks again (bell_settle), so the public fd stays readable
+ *    whenever a uepoll_wait would return something.
+ * When nobody sleeps, `set` stays 1 and signals make no system call.
+ * Model: models/doorbell.pml (signal = rq_enqueue + bell_kick; take =
+ * bell_took; sleep = bell_sleep_begin + epoll_wait).
+ *
+ * DOZE (min-wait batching; wait.c's wait__doze).  A batching wait whose
+ * window is open holds `set` at 1 itself, with no event behind it
+ * (bell_doze_begin), so that signals neither write the doorbell nor wake
+ * anyone until the window closes.  It is bounded (the doze ends at the
+ * window's end or the timeout) and repaired on the way out (bell_doze_end):
+ * the dozer stores `set` = 0 (seq_cst), then, if items are queued and
+ * another thread sleeps, rings (a thread that starts sleeping counts itself
+ * in sleepers, then looks at the queue: one of the two sees the other).
+ * What must wake a dozer rings whatever `set` says (bell_dozer_event): an
+ * urgent item, or the event that brings `want` to 0.  Its seq_cst load of
+ * `dozers` comes after the enqueue, as bell_kick's load of `set` does; the
+ * dozer counts itself in `dozers` before it re-checks the queue.  The load
+ * is on the line the signaler already has (next to `set`).  Kernel fds
+ * reach the kernel epoll directly and wake a dozer as they wake any
+ * sleeper.  Model: models/doze.pml.
+ *
+ * WATCHED (an instance held by another instance: nesting).  The kernel
+ * wakes an epoll's pollers on every event of a source it holds, and its
+ * poll of an epoll reports only registrations whose source is ready.  So a
+ * watched instance rings on every event (bell_kick_edge: an edge-triggered
+ * outer instance sees each one), its doorbell is level-triggered (it stays
+ * readable, without a new wake, while something is ready), and every change
+ * that may have made it not ready prunes the queue and clears the doorbell
+ * if nothing is left (bell_mirror).  A prune holds the queue's items in a
+ * private queue for a moment, so a concurrent bell_clear may see the queue
+ * empty and not ring again: a prune that kept items kicks (bell_prune;
+ * seq_cst: either it sees `set` == 0 or the clear's later look sees the
+ * items back).
+ *
+ * LOCKING.  Only wlock, for watched/lt transitions (bell_watch), nested
+ * inside the holder's port->mtx and outside the held instance's rq->lock;
+ * everything else here is the atomics above.
+ */
+#include <errno.h>
+#include <sys/eventfd.h>
+
+#include "uepoll.h"
+
+#include "bell.h"
+#include "lock.h"
+
+int bell_init(struct bell *b, int epfd, uint64_t data)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
+				  .data.u64 = data };
+	int r;
+
+	b->fd = sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (b->fd < 0)
+		return b->fd;
+	r = sys_epoll_ctl(epfd, EPOLL_CTL_ADD, b->fd, &ev);
+	if (r < 0) {
+		sys_close(b->fd);
+		b->fd = -1;
+		return r;
+	}
+	/* Never destroyed: the memory is type-stable, and a forked child may
+	 * finish a release (FORK in obj.c). */
+	lock_init(&b->wlock);
+	atomic_init(&b->set, 0);
+	atomic_init(&b->sleepers, 0);
+	atomic_init(&b->dozers, 0);
+	atomic_init(&b->want, 0);
+	atomic_init(&b->watched, 0);
+	atomic_init(&b->lt, false);
+	return 0;
+}
+
+void bell_close(struct bell *b)
+{
+	if (b->fd >= 0)
+		sys_close(b->fd);
+	b->fd = -1;
+}
+
+void bell_fork_child(struct bell *b)
+{
+	/* Each store only where the value is not already right: a page the
+	 * child only reads stays shared with the parent (no copy). */
+	obj_fork_zero(&b->sleepers);
+	obj_fork_zero(&b->dozers);
+	obj_fork_zero(&b->want);
+	obj_fork_zero(&b->set);
+}
+
+void bell_ring(struct bell *b)
+{
+	atomic_store(&b->set, 1);
+	sys_eventfd_signal(b->fd);
+}
+
+/* DOZE: ring for an urgent item, or for the event that makes enough. */
+void bell__dozer_event(struct bell *b, uint32_t ev, bool queued)
+{
+	if (ev & EPOLLURGENT)
+		bell_ring(b);
+	else if (queued && atomic_load(&b->want) > 0 &&
+		 atomic_fetch_sub(&b->want, 1) == 1)
+		bell_ring(b);
+}
+
+void bell_clear(struct bell *b, struct readyq *q)
+{
+	uint64_t v;
+
+	if (!atomic_load(&b->set))
+		return;
+	/* Zeroing the eventfd makes the doorbell's queued event (if any)
+	 * vanish: the kernel re-polls an item before reporting it. */
+	sys_read(b->fd, &v, sizeof(v));
+	atomic_store(&b->set, 0);
+	if (!rq_empty(q))
+		bell_kick(b);
+}
+
+bool bell_prune(struct bell *b, struct readyq *q)
+{
+	if (!rq_prune(q))
+		return false;
+	bell_kick(b);
+	return true;
+}
+
+void bell_mirror(struct bell *b, struct readyq *q)
+{
+	if (!atomic_load_explicit(&b->watched, memory_order_relaxed))
+		return;
+	if (!bell_prune(b, q))
+		bell_clear(b, q);
+}
+
+bool bell_sleep_begin(struct bell *b, struct readyq *q)
+{
+	/* seq_cst RMW then the queue's look: against the signaler's enqueue
+	 * then load of `set` (DOORBELL). */
+	atomic_fetch_add(&b->sleepers, 1);
+	if (!rq_empty(q)) {
+		atomic_fetch_sub(&b->sleepers, 1);
+		return false;
+	}
+	return true;
+}
+
+void bell_sleep_end(struct bell *b)
+{
+	atomic_fetch_sub(&b->sleepers, 1);
+}
+
+void bell_doze_begin(struct bell *b, int want, bool blind)
+{
+	uint64_t v;
+
+	/* seq_cst, before the queue is re-checked: pairs with the signal
+	 * path's load of dozers after its enqueue (bell_dozer_event). */
+	atomic_fetch_add(&b->dozers, 1);
+	atomic_store(&b->want, want);
+	/* An event pending behind set == 1 wakes the sleep at once (or,
+	 * blind, is cleared: the caller's re-check finds its item). */
+	atomic_store(&b->set, 1);
+	atomic_fetch_add(&b->sleepers, 1);
+	if (blind)
+		sys_read(b->fd, &v, sizeof(v));
+}
+
+void bell_doze_end(struct bell *b, struct readyq *q)
+{
+	atomic_fetch_sub(&b->sleepers, 1);
+	atomic_store(&b->want, 0);
+	atomic_fetch_sub(&b->dozers, 1);
+	/* Give the doorbell back: set == 1 with no event behind it would
+	 * strand other sleepers.  Items queued meanwhile are the dozer's to
+	 * collect, unless someone else sleeps (seq_cst: a thread that starts
+	 * sleeping counts itself, then looks at the queue). */
+	atomic_store(&b->set, 0);
+	if (!rq_empty(q) && atomic_load(&b->sleepers) > 0)
+		bell_kick(b);
+}
+
+void bell_settle(struct bell *b, bool slept)
+{
+	/* After a blocking wait that slept, when no other thread sleeps
+	 * here, a ring would only make this thread's next wait return at
+	 * once (a write and an epoll_wait per event, in every ping-pong).
+	 * (seq_cst: a thread that starts sleeping counts itself, then looks
+	 * at the queue.) */
+	if (!slept || atomic_load(&b->sleepers) > 0 ||
+	    atomic_load_explicit(&b->watched, memory_order_relaxed))
+		bell_kick(b);
+}
+
+/* Instances with watched > 0, process-wide. */
+static _Atomic int bell__nwatched;
+
+bool bell_any_watched(void)
+{
+	return atomic_load_explicit(&bell__nwatched, memory_order_relaxed) > 0;
+}
+
+void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		int delta)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
+	uint64_t v;
+	int w;
+
+	lock_take(&b->wlock);
+	w = atomic_fetch_add(&b->watched, delta) + delta;
+	if ((delta > 0 && w == 1) || w == 0)
+		atomic_fetch_add(&bell__nwatched, w ? 1 : -1);
+	if (((delta > 0 && w == 1) || w == 0) && epfd >= 0) {
+		ev.events |= w ? 0 : EPOLLET;
+		if (sys_epoll_ctl(epfd, EPOLL_CTL_MOD, b->fd, &ev) == 0)
+			atomic_store(&b->lt, w != 0);
+		if (w) {
+			/* An edge-triggered doorbell keeps counting after its
+			 * event was taken: start level-triggered from zero,
+			 * rung again only if something is ready. */
+			sys_read(b->fd, &v, sizeof(v));
+			atomic_store(&b->set, 0);
+			if (rq_prune(q))
+				bell_kick(b);
+		}
+	}
+	lock_drop(&b->wlock);
+}

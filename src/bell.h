@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bell.h - an instance's wake protocol: the doorbell, who sleeps, who dozes,
+ * and how the instance's fd stays exact for an outside poller (bell.c).
+ *
+ * Every wakeup of a thread waiting on an instance goes through this module.
+ * Its state is private to it: no other file reads or writes a field of
+ * struct bell; they call the verbs below.  The arguments for why no wakeup
+ * is lost (DOORBELL, DOZE, WATCHED) are in bell.c, beside the stores they
+ * rest on, and models/doorbell.pml and models/doze.pml check them (each
+ * model step names the verb it stands for).
+ *
+ * Who calls what:
+ *   signalers (port.c: a source's event reached the instance)
+ *       bell_kick, bell_kick_edge, bell_dozer_event, bell_defer,
+ *       bell_exclusive_counts, bell_mirror
+ *   waiters (wait.c)
+ *       bell_took, bell_clear, bell_sleep_begin/end, bell_doze_begin/end,
+ *       bell_settle, bell_rung, bell_lt
+ *   FIFO followers (turn.c)    bell_follow_begin/end
+ *   nesting (krec.c)           bell_watch, bell_any_watched
+ *   the instance's life        bell_init, bell_close, bell_fork_child
+ */
+#ifndef UEPOLL_BELL_H
+#define UEPOLL_BELL_H
+
+#include <pthread.h>
+
+#include "readyq.h"
+#include "sys.h"
+
+struct bell {
+	/* Serialises changes of `watched` and of the doorbell's mode (the
+	 * kernel epoll's registration of fd): bell_watch. */
+	pthread_mutex_t wlock;
+
+	/* --- touched by signalers: one line, shared with nothing else --- */
+	/* 1: the doorbell has been rung and its event not yet taken by a
+	 * waiter (or a dozer holds it: DOZE).  seq_cst everywhere. */
+	_Alignas(UEPOLL_CACHELINE) _Atomic int set;
+	/* Threads inside a sleep (bell_sleep_begin..end, a doze, a FIFO
+	 * follower).  seq_cst. */
+	_Atomic int sleepers;
+	/* Batching waits dozing (DOZE), and how many more events end their
+	 * doze (0: none is counted). */
+	_Atomic int dozers;
+	_Atomic int want;
+	/* How many of our instances hold this one (WATCHED).  Relaxed: read
+	 * on every signal. */
+	_Atomic int watched;
+	/* The doorbell is level-triggered in the kernel epoll (while
+	 * watched).  Written under wlock. */
+	_Atomic bool lt;
+	/* The doorbell: a private eventfd in the instance's kernel epoll,
+	 * registered with the instance's address as data.  Immutable from
+	 * bell_init to bell_close. */
+	int fd;
+};
+
+/* Set up the doorbell in the kernel epoll epfd (data: what a wait reads back
+ * for its event).  Returns 0 or -errno (nothing to undo then). */
+int bell_init(struct bell *b, int epfd, uint64_t data);
+/* Close the doorbell's eventfd (idempotent; under the instance's mtx). */
+void bell_close(struct bell *b);
+/* fork, child: nobody sleeps or dozes any more. */
+void bell_fork_child(struct bell *b);
+
+/* --- signalers --- */
+
+/* Ring the doorbell unless it is rung already (DOORBELL).  Inline: the
+ * signal path and every wait that leaves items queued come here. */
+static inline void bell_kick(struct bell *b)
+{
+	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0)
+		sys_eventfd_signal(b->fd);
+}
+
+/* Ring whatever `set` says (a dozer holds it at 1: DOZE). */
+void bell_ring(struct bell *b);
+
+/* A source's event reached the instance: ring unless rung, or, while
+ * watched, every time (WATCHED). */
+static inline void bell_kick_edge(struct bell *b)
+{
+	if (atomic_load_explicit(&b->watched, memory_order_relaxed))
+		bell_ring(b);
+	else
+		bell_kick(b);
+}
+
+void bell__dozer_event(struct bell *b, uint32_t ev, bool queued);
+/* An item with events ev was (queued: newly) put on the ready queue: wake a
+ * dozer that this event concerns (DOZE).  After the enqueue. */
+static inline void bell_dozer_event(struct bell *b, uint32_t ev, bool queued)
+{
+	if (unlikely(atomic_load(&b->dozers)))
+		bell__dozer_event(b, ev, queued);
+}
+
+/* A coalescing source queued an item without ringing (its ring is deferred
+ * to a timer, wq.h): must the timer ring?  (After the enqueue.) */
+static inline bool bell_defer(struct bell *b)
+{
+	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
+	       atomic_load(&b->set) == 0;
+}
+
+/* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts (ends the walk of
+ * the source's watchers) only when the instance has a sleeper. */
+static inline bool bell_has_sleeper(struct bell *b)
+{
+	return atomic_load(&b->sleepers) > 0;
+}
+
+static inline bool bell_watched(struct bell *b)
+{
+	return atomic_load_explicit(&b->watched, memory_order_relaxed) != 0;
+}
+
+/* WATCHED: for a watched instance, forget queued items that are not ready
+ * and, if none is left, make the fd not readable (as the kernel's poll of
+ * an epoll sees it).  No-op for an instance nobody holds. */
+void bell_mirror(struct bell *b, struct readyq *q);
+/* rq_prune, ringing when items are kept; true when items are kept. */
+bool bell_prune(struct bell *b, struct readyq *q);
+
+/* --- waiters --- */
+
+/* Rung and not yet taken (or a dozer holds it). */
+static inline bool bell_rung(struct bell *b)
+{
+	return atomic_load(&b->set) != 0;
+}
+
+static inline bool bell_lt(struct bell *b)
+{
+	return atomic_load(&b->lt);
+}
+
+static inline int bell_fd(const struct bell *b)
+{
+	return b->fd;
+}
+
+/* A wait took the doorbell's event from the kernel epoll (DOORBELL). */
+static inline void bell_took(struct bell *b)
+{
+	/* An edge-triggered doorbell's event is consumed by being taken
+	 * (stored before anything else can return: a stale set == 1 would
+	 * strand every sleeper); a level-triggered one stays until
+	 * bell_clear. */
+	if (!atomic_load(&b->lt))
+		atomic_store(&b->set, 0);
+}
+
+/* Forget a stale doorbell (zero the eventfd), ringing again if items are
+ * queued: the kernel epoll is then readable only for what is there. */
+void bell_clear(struct bell *b, struct readyq *q);
+/* Count the caller as a sleeper, then re-check the queue: false (not
+ * counted) if items are queued, else the caller may sleep in the kernel
+ * epoll and must call bell_sleep_end after (DOORBELL). */
+bool bell_sleep_begin(struct bell *b, struct readyq *q);
+void bell_sleep_end(struct bell *b);
+/* A batching wait dozes until `want` more events (DOZE); blind: the doorbell
+ * is read empty first (the caller polls it alone).  Always pair with
+ * bell_doze_end. */
+void bell_doze_begin(struct bell *b, int want, bool blind);
+void bell_doze_end(struct bell *b, struct readyq *q);
+/* A wait is about to return with items still queued: ring so that a sleeper
+ * or an outside poller sees them, unless the caller slept and nobody else
+ * sleeps or watches (its next wait finds them itself). */
+void bell_settle(struct bell *b, bool slept);
+
+/* --- FIFO followers (turn.c): they count as sleepers --- */
+static inline void bell_follow_begin(struct bell *b)
+{
+	atomic_fetch_add(&b->sleepers, 1);
+}
+
+static inline void bell_follow_end(struct bell *b)
+{
+	atomic_fetch_sub(&b->sleepers, 1);
+}
+
+/* --- nesting (krec.c) --- */
+
+/* Another instance starts (delta 1) or stops (-1) holding this one; epfd:
+ * this instance's kernel epoll (-1 once closed).  Switches the doorbell's
+ * mode at 0 <-> 1 (WATCHED).  Takes wlock: nests inside the holder's mtx,
+ * outside q's lock. */
+void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		int delta);
+/* Is any instance of the process watched?  (Lets hot paths skip the work
+ * only watched instances need.) */
+bool bell_any_watched(void);
+
+#endif

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * port_impl.h - the layout of a uepoll instance, private to the instance's
+ * own files: port.c (create, ctl, signal path, release), wait.c (port_wait),
+ * krec.c (kernel-side registrations) and batch.c (the batching policy).
+ * Every other module goes through port.h.
+ */
+#ifndef UEPOLL_PORT_IMPL_H
+#define UEPOLL_PORT_IMPL_H
+
+#include <pthread.h>
+
+#include "bell.h"
+#include "port.h"
+#include "readyq.h"
+#include "spin.h"
+#include "turn.h"
+
+struct krec; /* krec.h */
+
+struct port {
+	/* obj.fd: the instance's kernel epoll, its public number; obj.kfd
+	 * the private duplicate every call of the library uses (obj.h). */
+	struct uobj obj;
+	/* Serialises ctl, source removal and release; protects `items`. */
+	pthread_mutex_t mtx;
+	struct list items;
+	/* Kernel fds registered (never below the true number). */
+	_Atomic int nkernel;
+	/* Kernel fd registrations with a record among krecs (round-robin or
+	 * urgent): while > 0, ctl of kernel fds looks for their records. */
+	_Atomic int nfdrec;
+	/* Edge-triggered round-robin registrations whose move to the back of
+	 * their fd's wait queue is owed (krec_rr_settle). */
+	_Atomic int rr_owed;
+	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
+	 * by a holder that found this object through its fd and address. */
+	_Atomic uint64_t gen;
+	/* Nested instances and round-robin kernel fds (append-only list, see
+	 * struct krec). */
+	_Atomic(struct krec *) krecs;
+	/* Whose turn it is, the kernel epoll's or the ready queue's, and
+	 * whether the kernel's last turn filled its slots (FAIRNESS in
+	 * wait.c; hints, relaxed). */
+	_Atomic unsigned char side;
+	_Atomic bool kfull;
+	/* Which of the instance's waiting threads takes a wakeup (turn.c). */
+	struct turn turn;
+	/* The batching policy (struct uepoll_batch, batch.c), written under
+	 * mtx; bseq is its sequence lock (odd while a write is in progress):
+	 * a wait reads the four fields as one. */
+	_Atomic uint32_t bseq;
+	_Atomic uint32_t b_min_wait_us, b_min_events, b_inter_us, b_flags;
+	/* Generation of batching waits (rq_batch.gen). */
+	_Atomic uint32_t bgen;
+
+	/* The wake protocol (bell.c): its signalers' line comes first. */
+	struct bell bell;
+
+	_Alignas(UEPOLL_CACHELINE) struct readyq rq;
+	/* Spinning before a sleep (spin.c): written by waiters that find
+	 * nothing, on a line of its own. */
+	_Alignas(UEPOLL_CACHELINE) struct spin spin;
+};
+
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN */
+/* Signalers write the doorbell's line; waiters write the ready queue's
+ * consumer side: the two sides of the instance never share a cache line. */
+_Static_assert(offsetof(struct port, bell.set) % UEPOLL_CACHELINE == 0 &&
+		       offsetof(struct port, rq) - offsetof(struct port, bell.set) >=
+			       UEPOLL_CACHELINE,
+	       "producer and consumer fields of an instance on separate lines");
+
+#endif
