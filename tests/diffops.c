@@ -82,6 +82,44 @@ size_t diff_loglen;
 #define loglen diff_loglen
 
 struct diff_stats diff_stats;
+const char *const diff_cov_names[DC_N] = {
+	[DC_CREATE_EFD] = "eventfd created",
+	[DC_CREATE_EFD_ERR] = "eventfd refused",
+	[DC_CREATE_INST] = "instance created",
+	[DC_CREATE_INST_ERR] = "instance refused",
+	[DC_CREATE_PIPE] = "pipe created",
+	[DC_CTL_ADD] = "ctl ADD ok",
+	[DC_CTL_MOD] = "ctl MOD ok",
+	[DC_CTL_DEL] = "ctl DEL ok",
+	[DC_CTL_ADD_INST] = "ctl ADD of an instance ok",
+	[DC_CTL_EBADF] = "ctl EBADF",
+	[DC_CTL_EINVAL] = "ctl EINVAL",
+	[DC_CTL_EEXIST] = "ctl EEXIST",
+	[DC_CTL_ENOENT] = "ctl ENOENT",
+	[DC_CTL_ELOOP] = "ctl ELOOP",
+	[DC_CTL_EFAULT] = "ctl EFAULT",
+	[DC_WRITE_OK] = "eventfd write ok",
+	[DC_WRITE_EAGAIN] = "eventfd write EAGAIN",
+	[DC_WRITE_EINVAL] = "eventfd write EINVAL",
+	[DC_READ_OK] = "eventfd read ok",
+	[DC_READ_EAGAIN] = "eventfd read EAGAIN",
+	[DC_READ_EINVAL] = "eventfd read EINVAL",
+	[DC_PIPE_WRITE] = "pipe write",
+	[DC_PIPE_READ_OK] = "pipe read ok",
+	[DC_PIPE_READ_EAGAIN] = "pipe read EAGAIN",
+	[DC_WAIT_EVENTS] = "waits with events",
+	[DC_WAIT_NONE] = "waits with none",
+	[DC_WAIT_ERR] = "waits failed",
+	[DC_WAIT_EXACT] = "waits compared in order",
+	[DC_WAIT_SETS] = "waits compared as sets",
+	[DC_EV_EFD] = "eventfd events",
+	[DC_EV_PIPE] = "pipe events",
+	[DC_EV_INST] = "nested instance events",
+	[DC_EV_OUT] = "EPOLLOUT events",
+	[DC_EV_HUP] = "EPOLLHUP/EPOLLERR events",
+	[DC_CLOSE] = "closes mid-sequence",
+};
+#define cov(c) (diff_stats.cov[c]++)
 void (*diff_on_mismatch)(const char *what);
 
 void diff_use_prng(uint64_t state)
@@ -336,8 +374,12 @@ static void op_create_efd(void)
 	errno = 0;
 	fu = ueventfd(init, flags);
 	eu = errno;
-	if (!adopt(i, K_EFD, "eventfd", fk, ek, fu, eu))
+	if (!adopt(i, K_EFD, "eventfd", fk, ek, fu, eu)) {
+		if (fk < 0 && fu < 0)
+			cov(DC_CREATE_EFD_ERR);
 		return;
+	}
+	cov(DC_CREATE_EFD);
 	objs[i].count = init;
 	objs[i].efd_flags = flags;
 	forget(i, 0, 0);
@@ -361,8 +403,12 @@ static void op_create_inst(void)
 		errno = 0;
 		fu = uepoll_create(size);
 		eu = errno;
-		if (adopt(i, K_INST, "create", fk, ek, fu, eu))
+		if (adopt(i, K_INST, "create", fk, ek, fu, eu)) {
+			cov(DC_CREATE_INST);
 			forget(i, 0, 0);
+		} else if (fk < 0 && fu < 0) {
+			cov(DC_CREATE_INST_ERR);
+		}
 		return;
 	}
 	flags = chance(30) ? EPOLL_CLOEXEC : 0;
@@ -375,8 +421,12 @@ static void op_create_inst(void)
 	errno = 0;
 	fu = uepoll_create1(flags);
 	eu = errno;
-	if (!adopt(i, K_INST, "create1", fk, ek, fu, eu))
+	if (!adopt(i, K_INST, "create1", fk, ek, fu, eu)) {
+		if (fk < 0 && fu < 0)
+			cov(DC_CREATE_INST_ERR);
 		return;
+	}
+	cov(DC_CREATE_INST);
 	forget(i, 0, 0);
 }
 
@@ -395,6 +445,7 @@ static void op_create_pipe(void)
 	objs[i].kfd[1] = kp[1];
 	objs[i].ufd[0] = up[0];
 	objs[i].ufd[1] = up[1];
+	cov(DC_CREATE_PIPE);
 	forget(i, 0, 0);
 }
 
@@ -502,7 +553,27 @@ static void op_ctl(void)
 		st_ctl_ok++;
 	else
 		st_ctl_err++;
-	if (!same("ctl", rk, ek, ru, eu) || rk < 0 || ep < 0 || t.obj < 0)
+	if (!same("ctl", rk, ek, ru, eu))
+		return;
+	if (rk == 0) {
+		cov(op == EPOLL_CTL_ADD ? DC_CTL_ADD :
+		    op == EPOLL_CTL_MOD ? DC_CTL_MOD : DC_CTL_DEL);
+		if (op == EPOLL_CTL_ADD && t.obj >= 0 &&
+		    objs[t.obj].kind == K_INST)
+			cov(DC_CTL_ADD_INST);
+	} else {
+		static const int errs[] = { EBADF, EINVAL, EEXIST, ENOENT,
+					    ELOOP, EFAULT };
+		static const enum diff_cov covs[] = {
+			DC_CTL_EBADF, DC_CTL_EINVAL, DC_CTL_EEXIST,
+			DC_CTL_ENOENT, DC_CTL_ELOOP, DC_CTL_EFAULT,
+		};
+
+		for (size_t e = 0; e < sizeof(errs) / sizeof(errs[0]); e++)
+			if (ek == errs[e])
+				cov(covs[e]);
+	}
+	if (rk < 0 || ep < 0 || t.obj < 0)
 		return;
 	if (op == EPOLL_CTL_MOD)
 		taint_holders(ep);
@@ -542,7 +613,9 @@ static void op_write_efd(void)
 	errno = 0;
 	ru = uepoll_write(objs[i].ufd[0], buf, len);
 	eu = errno;
-	same("write", rk, ek, ru, eu);
+	if (same("write", rk, ek, ru, eu))
+		cov(rk >= 0 ? DC_WRITE_OK : ek == EAGAIN ? DC_WRITE_EAGAIN :
+		    DC_WRITE_EINVAL);
 	if (rk == 8)
 		objs[i].count += v;
 }
@@ -566,7 +639,10 @@ static void op_read_efd(void)
 	errno = 0;
 	ru = uepoll_read(objs[i].ufd[0], ub, len);
 	eu = errno;
-	if (same("read", rk, ek, ru, eu) && rk == 8 && kb[0] != ub[0]) {
+	if (same("read", rk, ek, ru, eu))
+		cov(rk >= 0 ? DC_READ_OK : ek == EAGAIN ? DC_READ_EAGAIN :
+		    DC_READ_EINVAL);
+	if (rk == ru && rk == 8 && kb[0] != ub[0]) {
 		char msg[96];
 
 		snprintf(msg, sizeof(msg), "read value: kernel %#llx uepoll %#llx",
@@ -596,6 +672,9 @@ static void op_pipe_io(void)
 		errno = 0;
 		ru = uepoll_write(objs[i].ufd[1], "x", 1);
 		eu = errno;
+		if (same("pipe io", rk, ek, ru, eu) && rk == 1)
+			cov(DC_PIPE_WRITE);
+		return;
 	} else {
 		if (objs[i].kfd[0] < 0)
 			return;
@@ -607,7 +686,8 @@ static void op_pipe_io(void)
 		ru = uepoll_read(objs[i].ufd[0], buf, sizeof(buf));
 		eu = errno;
 	}
-	same("pipe io", rk, ek, ru, eu);
+	if (same("pipe io", rk, ek, ru, eu) && (rk > 0 || ek == EAGAIN))
+		cov(rk > 0 ? DC_PIPE_READ_OK : DC_PIPE_READ_EAGAIN);
 }
 
 static void dump_events(const char *who, struct epoll_event *ev, int n)
@@ -740,8 +820,24 @@ static void op_wait(void)
 	}
 	if (!same("wait", nk, ek, nu, eu))
 		return;
+	cov(nk > 0 ? DC_WAIT_EVENTS : nk == 0 ? DC_WAIT_NONE : DC_WAIT_ERR);
 	if (nk <= 0)
 		return;
+	cov(sets ? DC_WAIT_SETS : DC_WAIT_EXACT);
+	for (int j = 0; j < nk; j++) {
+		int o = (int)(ke[j].data.u64 & 0xffff) / 2;
+
+		if (ke[j].data.u64 & D_INST)
+			cov(DC_EV_INST);
+		else if (o < NOBJ && objs[o].kind == K_PIPE)
+			cov(DC_EV_PIPE);
+		else if (o < NOBJ && objs[o].kind == K_EFD)
+			cov(DC_EV_EFD);
+		if (ke[j].events & EPOLLOUT)
+			cov(DC_EV_OUT);
+		if (ke[j].events & (EPOLLHUP | EPOLLERR))
+			cov(DC_EV_HUP);
+	}
 	st_events += (unsigned long)nk;
 	st_wait_sets += (unsigned long)sets;
 	if (sets) {
@@ -788,10 +884,12 @@ static void op_close(void)
 
 		if (objs[i].kfd[end] < 0 || objs[i].kfd[end ^ 1] < 0)
 			return;
+		cov(DC_CLOSE);
 		close_obj_end(i, end);
 		forget(i, 1, end);
 		return;
 	}
+	cov(DC_CLOSE);
 	for (int end = 1; end >= 0; end--)
 		if (objs[i].kfd[end] >= 0)
 			close_obj_end(i, end);
