@@ -176,28 +176,118 @@ static void krec__set_fd(struct krec *n, int fd, const struct epoll_event *ev,
 
 /* A ctl the kernel is to refuse, leaving record n and the registration it
  * stands for unchanged: the kernel answers (errno included), given n's
- * current data and none of our bits.  Drops mtx. */
+ * current data and none of our bits. */
 static int krec__answer(struct port *p, struct krec *n, int op, int fd,
 			const struct epoll_event *ev)
+{
+	struct epoll_event kev = *ev;
+
+	kev.events &= ~(EPOLLROUNDROBIN | EPOLLURGENT);
+	kev.data.u64 = krec__data(n);
+	return sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
+}
+
+int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev)
+{
+	int r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
+
+	/* nkernel: never below the true number of kernel registrations (a
+	 * wait skips the kernel epoll at 0). */
+	if (r == 0 && op == EPOLL_CTL_ADD)
+		atomic_fetch_add(&p->nkernel, 1);
+	else if (r == 0 && op == EPOLL_CTL_DEL)
+		atomic_fetch_sub(&p->nkernel, 1);
+	return r;
+}
+
+/* A kernel fd's registration no longer has a record (mtx held). */
+static void krec__fd_drop(struct port *p, struct krec *n)
+{
+	krec__unowe(p, n);
+	krec__free(n);
+	atomic_fetch_sub(&p->nfdrec, 1);
+}
+
+/*
+ * Register fd with a record (ADD; MOD with m == n, n's own): every field
+ * stored before the kernel call (DATA), none of our bits given to the
+ * kernel.  m is new unless it is n; n: the fd's record before (NULL, or
+ * one left by an fd closed without DEL, which the new one replaces).
+ */
+static int krec__fd_set(struct port *p, struct krec *m, struct krec *n,
+			int op, int fd, const struct epoll_event *ev)
 {
 	struct epoll_event kev = *ev;
 	int r;
 
 	kev.events &= ~(EPOLLROUNDROBIN | EPOLLURGENT);
-	kev.data.u64 = krec__data(n);
-	r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
-	lock_drop(&p->mtx);
+	krec__retag(m);
+	krec__set_fd(m, fd, ev, kev.events, op == EPOLL_CTL_ADD);
+	kev.data.u64 = krec__data(m);
+	r = krec_kctl(p, op, fd, &kev);
+	if (m == n)
+		return r; /* a failed MOD: the registration is gone */
+	if (r < 0) {
+		krec__free(m);
+		return r;
+	}
+	if (n)
+		krec__fd_drop(p, n);
+	atomic_fetch_add(&p->nfdrec, 1);
 	return r;
 }
 
-/* Keep nkernel (kernel registrations of p, never below the true number)
- * after a successful kernel ctl. */
-static void krec__count(struct port *p, int op)
+/* ADD: a new record if asked (EPOLLROUNDROBIN, EPOLLURGENT), else the
+ * kernel's registration alone (a closed fd's record stays until the
+ * number's next MOD or DEL). */
+static int krec__fd_add(struct port *p, struct krec *n, int fd,
+			struct epoll_event *ev, bool rec)
 {
-	if (op == EPOLL_CTL_ADD)
-		atomic_fetch_add(&p->nkernel, 1);
-	else if (op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
+	struct krec *m;
+
+	if (!rec)
+		return krec_kctl(p, EPOLL_CTL_ADD, fd, ev);
+	m = krec__new(p);
+	if (!m)
+		return -ENOMEM;
+	return krec__fd_set(p, m, n, EPOLL_CTL_ADD, fd, ev);
+}
+
+/* MOD: may add or drop EPOLLURGENT, and with it the record. */
+static int krec__fd_mod(struct port *p, struct krec *n, int fd,
+			struct epoll_event *ev, bool rec)
+{
+	struct krec *m = n;
+	int r;
+
+	/* The kernel refuses MOD of (or to) an exclusive registration after
+	 * its EBADF checks: let it answer, with the record (and the data the
+	 * kernel has) unchanged. */
+	if (n && ((ev->events | atomic_load_explicit(&n->kevents,
+						     memory_order_relaxed)) &
+		  EPOLLEXCLUSIVE))
+		return krec__answer(p, n, EPOLL_CTL_MOD, fd, ev);
+	if (rec) {
+		if (!m)
+			m = krec__new(p);
+		if (!m)
+			return -ENOMEM;
+		return krec__fd_set(p, m, n, EPOLL_CTL_MOD, fd, ev);
+	}
+	r = krec_kctl(p, EPOLL_CTL_MOD, fd, ev);
+	if (r == 0 && n)
+		krec__fd_drop(p, n);
+	return r;
+}
+
+static int krec__fd_del(struct port *p, struct krec *n, int fd,
+			struct epoll_event *ev)
+{
+	int r = krec_kctl(p, EPOLL_CTL_DEL, fd, ev);
+
+	if (r == 0 && n)
+		krec__fd_drop(p, n);
+	return r;
 }
 
 /*
@@ -205,75 +295,31 @@ static void krec__count(struct port *p, int op)
  * answers, and a registration made with EPOLLROUNDROBIN or EPOLLURGENT gets a
  * record (registered as its data), so that a harvest can move a round-robin
  * registration to the back of the fd's wait queue (krec_rr_took) and know
- * an urgent one; neither bit goes to the kernel.  MOD may add or drop
- * EPOLLURGENT (and with it the record).
+ * an urgent one; neither bit goes to the kernel.
  */
 int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 {
-	const uint32_t ours = EPOLLROUNDROBIN | EPOLLURGENT;
-	struct epoll_event kev;
+	bool rec = op != EPOLL_CTL_DEL &&
+		   (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT));
 	struct krec *n;
-	bool rec = op != EPOLL_CTL_DEL && (ev->events & ours);
 	int r;
 
 	lock_take(&p->mtx);
 	/* The fd's record, or one left by an fd closed without DEL (the
-	 * kernel dropped that registration): reused. */
+	 * kernel dropped that registration). */
 	n = krec__find(p, NULL, fd);
-	if (n && op == EPOLL_CTL_MOD &&
-	    ((ev->events | atomic_load_explicit(&n->kevents,
-						memory_order_relaxed)) &
-	     EPOLLEXCLUSIVE)) {
-		/* The kernel refuses MOD of (or to) an exclusive registration
-		 * after its EBADF checks: let it answer, with the record (and
-		 * the data the kernel has) unchanged. */
-		return krec__answer(p, n, op, fd, ev);
-	}
-	if (rec) {
-		/* ADD always makes a new record (an existing one is the
-		 * kernel's EEXIST, or was left by a closed fd), MOD updates
-		 * the fd's record or makes one: either way every field is
-		 * stored before the kernel call (DATA). */
-		struct krec *m = n;
-
-		if (op == EPOLL_CTL_ADD || !n)
-			m = krec__new(p);
-		if (!m) {
-			lock_drop(&p->mtx);
-			return -ENOMEM;
-		}
-		kev = *ev;
-		kev.events &= ~ours;
-		krec__retag(m);
-		krec__set_fd(m, fd, ev, kev.events, op == EPOLL_CTL_ADD);
-		kev.data.u64 = krec__data(m);
-		r = sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
-		if (r == 0 && m != n) {
-			if (n) { /* a closed fd's: replaced */
-				krec__unowe(p, n);
-				krec__free(n);
-			} else {
-				atomic_fetch_add(&p->nfdrec, 1);
-			}
-		}
-		if (r == 0)
-			krec__count(p, op);
-		else if (m != n)
-			krec__free(m);
-		/* A failed MOD of an existing record: the registration was
-		 * not exclusive (above), so the kernel refused it only
-		 * because it is gone (EBADF, ENOENT). */
-		lock_drop(&p->mtx);
-		return r;
-	}
-	r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
-	if (r == 0)
-		krec__count(p, op);
-	/* DEL, or MOD without our bits: the registration has no record now. */
-	if (r == 0 && op != EPOLL_CTL_ADD && n) {
-		krec__unowe(p, n);
-		krec__free(n);
-		atomic_fetch_sub(&p->nfdrec, 1);
+	switch (op) {
+	case EPOLL_CTL_ADD:
+		r = krec__fd_add(p, n, fd, ev, rec);
+		break;
+	case EPOLL_CTL_MOD:
+		r = krec__fd_mod(p, n, fd, ev, rec);
+		break;
+	case EPOLL_CTL_DEL:
+		r = krec__fd_del(p, n, fd, ev);
+		break;
+	default:
+		r = sys_epoll_ctl(p->obj.kfd, op, fd, ev); /* its EINVAL */
 	}
 	lock_drop(&p->mtx);
 	return r;
@@ -290,14 +336,9 @@ static void krec__rotate(struct port *p, struct krec *n)
 		return;
 	/* The same registration: the same data, tag included. */
 	kev.data.u64 = krec__data(n);
-	if (sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, fd, NULL) == 0 &&
-	    sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_ADD, fd, &kev) < 0) {
-		/* Closed meanwhile: the registration is gone. */
-		krec__unowe(p, n);
-		krec__free(n);
-		atomic_fetch_sub(&p->nfdrec, 1);
-		atomic_fetch_sub(&p->nkernel, 1);
-	}
+	if (krec_kctl(p, EPOLL_CTL_DEL, fd, NULL) == 0 &&
+	    krec_kctl(p, EPOLL_CTL_ADD, fd, &kev) < 0)
+		krec__fd_drop(p, n); /* closed meanwhile: the registration is gone */
 }
 
 /*
@@ -348,84 +389,104 @@ void krec_rr_settle(struct port *p)
 	lock_drop(&p->mtx);
 }
 
+/* Store what a harvest reads of a nested instance's record and make the
+ * registration's kernel event (mtx held): DATA, every field before the
+ * kernel call. */
+static void krec__nest_set(struct krec *n, const struct epoll_event *ev,
+			   struct epoll_event *kev)
+{
+	krec__retag(n);
+	atomic_store_explicit(&n->data, ev->data.u64, memory_order_relaxed);
+	atomic_store_explicit(&n->urgent, (ev->events & EPOLLURGENT) != 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&n->kevents, EPOLLIN, memory_order_relaxed);
+	*kev = *ev;
+	kev->events &= ~EPOLLURGENT;
+	kev->data.u64 = krec__data(n);
+}
+
+static int krec__nest_add(struct port *p, struct port *inner, int fd,
+			  const struct epoll_event *ev)
+{
+	struct epoll_event kev;
+	struct krec *n = krec__new(p);
+	int r;
+
+	if (!n)
+		return -ENOMEM;
+	krec__nest_set(n, ev, &kev);
+	atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
+	atomic_store_explicit(&n->inner_gen,
+			      atomic_load_explicit(&inner->gen,
+						   memory_order_relaxed),
+			      memory_order_relaxed);
+	atomic_store_explicit(&n->inner, inner, memory_order_release);
+	/* Watched before the kernel looks at it, so its fd is exact then. */
+	krec__set_watched(inner, 1);
+	r = krec_kctl(p, EPOLL_CTL_ADD, fd, &kev);
+	if (r < 0) {
+		krec__set_watched(inner, -1);
+		krec__free(n);
+	}
+	return r;
+}
+
+static int krec__nest_mod(struct port *p, struct krec *n, int fd,
+			  const struct epoll_event *ev)
+{
+	struct epoll_event kev;
+
+	krec__nest_set(n, ev, &kev);
+	return krec_kctl(p, EPOLL_CTL_MOD, fd, &kev);
+}
+
+static int krec__nest_del(struct port *p, struct krec *n, struct port *inner,
+			  int fd, struct epoll_event *ev)
+{
+	int r = krec_kctl(p, EPOLL_CTL_DEL, fd, ev);
+
+	if (r == 0) {
+		krec__set_watched(inner, -1);
+		krec__free(n);
+	}
+	return r;
+}
+
 /* A nested instance: the kernel answers, with our record as the data. */
 int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev)
 {
-	struct epoll_event kev;
 	struct krec *n;
-	bool fresh = false, urgent = ev && (ev->events & EPOLLURGENT);
 	int r;
 
-	/* An unknown op, or the instance itself (the kernel's EINVAL). */
+	/* An unknown op, the instance itself, or EPOLLEXCLUSIVE on an epoll:
+	 * the kernel's EINVAL (the last before it polls the target, so
+	 * before krec__set_watched, whose prune of the inner's ready queue
+	 * would otherwise reorder its events). */
 	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
-	    inner == p)
-		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
-	/* EPOLLEXCLUSIVE on an epoll: the kernel's EINVAL, given before it
-	 * polls the target.  Answered before krec__set_watched, whose prune of
-	 * the inner's ready queue would otherwise reorder its events. */
-	if (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE))
+	    inner == p || (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE)))
 		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
 	lock_take(&p->mtx);
 	n = krec__find(p, inner, fd);
 	if (n && !krec__is(n, inner)) {
 		/* Left by a closed instance whose memory and fd number inner
-		 * now has: the kernel dropped that registration.  Reuse the
-		 * record as a new one. */
-		if (op != EPOLL_CTL_ADD) {
-			lock_drop(&p->mtx);
-			return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
-		}
-		krec__free(n);
+		 * now has: the kernel dropped that registration.  ADD reuses
+		 * the record as a new one; MOD and DEL get the kernel's
+		 * answer for a registration that is not there. */
+		if (op == EPOLL_CTL_ADD)
+			krec__free(n);
 		n = NULL;
 	}
-	if (n && op == EPOLL_CTL_ADD) {
-		/* Registered already: the kernel's EEXIST, nothing changed. */
-		return krec__answer(p, n, op, fd, ev);
-	}
-	if (op == EPOLL_CTL_ADD) {
-		n = krec__new(p);
-		if (!n) {
-			lock_drop(&p->mtx);
-			return -ENOMEM;
-		}
-		fresh = true;
-	}
-	if (n && op != EPOLL_CTL_DEL) {
-		/* DATA: every field first, then the kernel call. */
-		krec__retag(n);
-		atomic_store_explicit(&n->data, ev->data.u64,
-				      memory_order_relaxed);
-		atomic_store_explicit(&n->urgent, urgent, memory_order_relaxed);
-		atomic_store_explicit(&n->kevents, EPOLLIN,
-				      memory_order_relaxed);
-		if (fresh) {
-			atomic_store_explicit(&n->fd, fd, memory_order_relaxed);
-			atomic_store_explicit(&n->inner_gen,
-					      atomic_load_explicit(
-						      &inner->gen,
-						      memory_order_relaxed),
-					      memory_order_relaxed);
-			atomic_store_explicit(&n->inner, inner,
-					      memory_order_release);
-		}
-		kev = *ev;
-		kev.events &= ~EPOLLURGENT;
-		kev.data.u64 = krec__data(n);
-		ev = &kev;
-	}
-	/* Watched before the kernel looks at it, so its fd is exact then. */
 	if (op == EPOLL_CTL_ADD)
-		krec__set_watched(inner, 1);
-	r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
-	if (r < 0 && op == EPOLL_CTL_ADD)
-		krec__set_watched(inner, -1);
-	if (r == 0)
-		krec__count(p, op);
-	if (r == 0 && op == EPOLL_CTL_DEL)
-		krec__set_watched(inner, -1);
-	if ((r == 0 && op == EPOLL_CTL_DEL) || (r < 0 && fresh))
-		krec__free(n);
+		/* Registered already: the kernel's EEXIST, nothing changed. */
+		r = n ? krec__answer(p, n, op, fd, ev)
+		      : krec__nest_add(p, inner, fd, ev);
+	else if (!n)
+		r = krec_kctl(p, op, fd, ev);
+	else if (op == EPOLL_CTL_MOD)
+		r = krec__nest_mod(p, n, fd, ev);
+	else
+		r = krec__nest_del(p, n, inner, fd, ev);
 	lock_drop(&p->mtx);
 	return r;
 }

@@ -45,6 +45,9 @@ struct krec {
 /* What krec_of found for an event's data. */
 #define KREC_STALE ((struct krec *)1)
 
+/* The kernel ctl of a registration in p's kernel epoll, and p->nkernel kept
+ * with it: every kernel-side ADD and DEL of the instance goes through it. */
+int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev);
 /* ctl of a kernel fd when records are involved (EPOLLROUNDROBIN or
  * EPOLLURGENT asked, or the instance has fd records); the kernel answers. */
 int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);

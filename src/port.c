@@ -271,70 +271,113 @@ static int port__mod_user(struct port *p, struct wq *q, uint32_t events,
 	return 0;
 }
 
-static int port__ctl_user(struct port *p, int op, struct uefd *src,
-			  struct epoll_event *ev)
+static int port__add_user(struct port *p, struct wq *q, struct uobj *src,
+			  uint32_t events, uint64_t data)
 {
-	uint32_t events = op != EPOLL_CTL_DEL ? ev->events : 0;
-	struct wq *q = &src->wq;
 	struct item *it;
-
-	if (op != EPOLL_CTL_DEL && (events & EPOLLEXCLUSIVE)) {
-		if (op == EPOLL_CTL_MOD)
-			return -EINVAL;
-		if (op == EPOLL_CTL_ADD &&
-		    (events & ~(UEP_EXCLUSIVE_OK_BITS | EPOLLROUNDROBIN |
-				EPOLLURGENT)))
-			return -EINVAL;
-	}
-	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
-		return -EINVAL;
-	if ((events & EPOLLROUNDROBIN) &&
-	    (op != EPOLL_CTL_ADD || !(events & EPOLLEXCLUSIVE)))
-		return -EINVAL;
-	events |= EPOLLERR | EPOLLHUP;
-	if (op == EPOLL_CTL_MOD)
-		return port__mod_user(p, q, events, ev->data.u64);
 
 	lock_take(&p->mtx);
 	lock_take(&q->lock);
 	it = wq_find(q, p);
-	switch (op) {
-	case EPOLL_CTL_ADD:
-		if (it || q->dead) {
-			lock_drop(&q->lock);
-			lock_drop(&p->mtx);
-			return it ? -EEXIST : -EBADF;
-		}
-		it = item_alloc();
-		if (!it) {
-			lock_drop(&q->lock);
-			lock_drop(&p->mtx);
-			return -ENOMEM;
-		}
-		atomic_init(&it->events, events);
-		it->data = ev->data.u64;
-		it->src = &src->obj;
-		it->port = p;
-		wq_link(q, it);
-		list_add_tail(&p->items, &it->portlink);
+	if (it || q->dead) {
 		lock_drop(&q->lock);
-		break;
-	default: /* EPOLL_CTL_DEL */
-		if (it)
-			wq_unlink(q, it);
-		lock_drop(&q->lock);
-		if (!it) {
-			lock_drop(&p->mtx);
-			return -ENOENT;
-		}
-		port__free_item(p, it);
-		port_revalidate(p);
 		lock_drop(&p->mtx);
-		return 0;
+		return it ? -EEXIST : -EBADF;
 	}
+	it = item_alloc();
+	if (!it) {
+		lock_drop(&q->lock);
+		lock_drop(&p->mtx);
+		return -ENOMEM;
+	}
+	atomic_init(&it->events, events);
+	it->data = data;
+	it->src = src;
+	it->port = p;
+	wq_link(q, it);
+	list_add_tail(&p->items, &it->portlink);
+	lock_drop(&q->lock);
 	port__queue_if_ready(p, it, events);
 	lock_drop(&p->mtx);
 	return 0;
+}
+
+static int port__del_user(struct port *p, struct wq *q)
+{
+	struct item *it;
+
+	lock_take(&p->mtx);
+	lock_take(&q->lock);
+	it = wq_find(q, p);
+	if (it)
+		wq_unlink(q, it);
+	lock_drop(&q->lock);
+	if (it) {
+		port__free_item(p, it);
+		port_revalidate(p);
+	}
+	lock_drop(&p->mtx);
+	return it ? 0 : -ENOENT;
+}
+
+/* The kernel's checks of a registration's flags (EINVAL), for a ueventfd. */
+static bool port__user_flags_ok(int op, uint32_t events)
+{
+	if ((events & EPOLLEXCLUSIVE) &&
+	    (op != EPOLL_CTL_ADD ||
+	     (events & ~(UEP_EXCLUSIVE_OK_BITS | EPOLLROUNDROBIN | EPOLLURGENT))))
+		return false;
+	return !(events & EPOLLROUNDROBIN) ||
+	       (op == EPOLL_CTL_ADD && (events & EPOLLEXCLUSIVE));
+}
+
+static int port__ctl_user(struct port *p, int op, struct uefd *src,
+			  struct epoll_event *ev)
+{
+	uint32_t events;
+
+	switch (op) {
+	case EPOLL_CTL_DEL:
+		return port__del_user(p, &src->wq);
+	case EPOLL_CTL_ADD:
+	case EPOLL_CTL_MOD:
+		if (!port__user_flags_ok(op, ev->events))
+			return -EINVAL;
+		events = ev->events | EPOLLERR | EPOLLHUP;
+		return op == EPOLL_CTL_ADD
+			       ? port__add_user(p, &src->wq, &src->obj, events,
+						ev->data.u64)
+			       : port__mod_user(p, &src->wq, events,
+						ev->data.u64);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* EPOLLROUNDROBIN on a kernel fd or an instance: only with EPOLLEXCLUSIVE,
+ * only on ADD; refused after the kernel's own checks of the fds (EBADF
+ * comes first).  0 if not refused. */
+static int port__rr_refused(int op, int fd, const struct epoll_event *ev)
+{
+	if (op == EPOLL_CTL_DEL || !(ev->events & EPOLLROUNDROBIN) ||
+	    (op == EPOLL_CTL_ADD && (ev->events & EPOLLEXCLUSIVE)))
+		return 0;
+	return sys_fcntl_getfl(fd) < 0 ? -EBADF : -EINVAL;
+}
+
+/* A kernel fd: the kernel decides everything, errno included; records
+ * only when asked for, or when the instance has some (krec.c). */
+static int port__ctl_kernel(struct port *p, int op, int fd,
+			    struct epoll_event *ev)
+{
+	int r = port__rr_refused(op, fd, ev);
+
+	if (r)
+		return r;
+	if ((op != EPOLL_CTL_DEL && (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))) ||
+	    atomic_load_explicit(&p->nfdrec, memory_order_relaxed))
+		return krec_ctl_fd(p, op, fd, ev);
+	return krec_kctl(p, op, fd, ev);
 }
 
 int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
@@ -347,35 +390,13 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	if (op == UEPOLL_CTL_MIN_WAIT)
 		return batch_set_min_wait(p, ev->data.u64);
 	src = fdtab_get(fd);
-	if (src && src->type == UOBJ_EVENTFD) {
+	if (!src)
+		return port__ctl_kernel(p, op, fd, ev);
+	if (src->type == UOBJ_EVENTFD)
 		r = port__ctl_user(p, op, (struct uefd *)src, ev);
-		uobj_put(src);
-		return r;
-	}
-	if (ev && op != EPOLL_CTL_DEL && (ev->events & EPOLLROUNDROBIN)) {
-		/* Only with EPOLLEXCLUSIVE, only on ADD; after the kernel's
-		 * own checks of the fds (EBADF comes first). */
-		if (op != EPOLL_CTL_ADD || !(ev->events & EPOLLEXCLUSIVE)) {
-			if (src)
-				uobj_put(src);
-			return sys_fcntl_getfl(fd) < 0 ? -EBADF : -EINVAL;
-		}
-	}
-	if (src) {
+	else if (!(r = port__rr_refused(op, fd, ev)))
 		r = krec_ctl_nest(p, op, fd, (struct port *)src, ev);
-		uobj_put(src);
-		return r;
-	}
-	if ((op != EPOLL_CTL_DEL && ev &&
-	     (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))) ||
-	    atomic_load_explicit(&p->nfdrec, memory_order_relaxed))
-		return krec_ctl_fd(p, op, fd, ev);
-	/* Kernel fds: the kernel decides everything, errno included. */
-	r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
-	if (r == 0 && op == EPOLL_CTL_ADD)
-		atomic_fetch_add(&p->nkernel, 1);
-	else if (r == 0 && op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
+	uobj_put(src);
 	return r;
 }
 
