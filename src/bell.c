@@ -63,9 +63,8 @@
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
  * items back).
  *
- * LOCKING.  Only wlock, for watched/lt transitions (bell_watch), nested
- * inside the holder's port->mtx and outside the held instance's rq->lock;
- * everything else here is the atomics above.
+ * LOCKING.  Only wlock, for watched/lt transitions (bell_watch; its place:
+ * LOCK ORDER in lock.h); everything else here is the atomics above.
  */
 #include <errno.h>
 #include <sys/eventfd.h>

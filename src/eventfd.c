@@ -36,7 +36,7 @@
  * doorbells of instances whose item is still queued (wq_kick), and the
  * mirror if the counter is still non-zero.  So readers that are awake see
  * every write at once (the counter and the ready queues are up to date);
- * only sleepers wait, at most `delay`.  No lost wakeup: a held ring is
+ * only sleepers wait, at most `delay`.  No lost wakeup: a deferred ring is
  * decided after the item is queued and the counter updated, exactly where
  * the write would have rung (DOORBELL in port.c, MIRROR above), and the
  * timer looks again after it cleared `pending` (PENDING in timer.c; the
@@ -63,9 +63,8 @@
  * shown by the next run.
  *
  * LOCKING: count, held, mirror, wseq, wwaiters, co_*, owed.bits are atomics
- * (no lock).  wq.lock protects the list of watching items and nests outside
- * every instance's readyq lock (wq_wake -> port_item_signal -> rq_enqueue);
- * it also serialises ueventfd_coalesce calls and, at the release, the close
+ * (no lock).  wq.lock protects the list of watching items (its place in
+ * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce calls and, at the release, the close
  * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
  * other lock held.  A read or write that a signal handler makes while its
  * thread holds one of these takes none (SIGNALS, below).
@@ -306,7 +305,7 @@ static void uefd__deliver(struct uefd *e)
 		uefd__arm(e);
 }
 
-/* Deliver now what the timer would have: the held wakeups if a run was
+/* Deliver now what the timer would have: the deferred wakeups if a run was
  * pending (cancelled here), else any writes a racing writer held after the
  * last run (HOLD).  Close and a change of setting call it. */
 static void uefd__flush(struct uefd *e)
@@ -604,7 +603,7 @@ static void uefd__close(struct uobj *o)
 	e->wq.dead = true;
 	lock_drop(&e->wq.lock);
 	port_drop_source(&e->wq);
-	/* A held wakeup is delivered now rather than dropped (a thread still
+	/* A deferred wakeup is delivered now rather than dropped (a thread still
 	 * blocked in uepoll_read gets the mirror it was owed), and held writes
 	 * are shown (a writer may have raced with this close). */
 	uefd__flush(e);

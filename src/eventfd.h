@@ -43,7 +43,7 @@ struct uefd {
 	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
 	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
 	_Atomic uint64_t held;
-	/* Delivers held wakeups at the deadline (timer.c). */
+	/* Delivers deferred wakeups at the deadline (timer.c). */
 	struct timer co_timer;
 	/* Room for co_timer is reserved in the timer's heap (timer_reserve):
 	 * set with the first delay, under wq.lock. */

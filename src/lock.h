@@ -40,6 +40,25 @@
  * thread is inside.  A thread that finds the gate closed steps out and
  * waits for it to open.  So a fork costs the waits of the threads that are
  * inside then (a lock's hold time), whatever the number of objects.
+ *
+ * LOCK ORDER (the one statement of it; docs/design.md's LOCKING table says
+ * what each lock protects).  A thread that holds a lock of a class may
+ * take only locks of the classes below it:
+ *
+ *   port->mtx        an instance's ctl, item list, records (port.c, krec.c)
+ *   bell.wlock       an instance's watched count and doorbell mode (bell.c);
+ *                    the only lock taken across instances: a holder's mtx,
+ *                    then the inner instance's wlock
+ *   wq->lock         a source's watchers (wq.c, eventfd.c)
+ *   rq->lock         an instance's ready queue, consumer side (readyq.c)
+ *
+ * No path holds two locks of one class.  Nothing is taken inside rq->lock.
+ * A closing source, which must take port->mtx while it finds items through
+ * its wait queue, drops wq->lock first and re-finds the item
+ * (port_drop_source).  Leaves, taken with none of the above held and
+ * taking nothing inside (but as noted): turn->lock (turn.c), obj__lock
+ * (obj.c; takes a pool lock inside), the pool locks (obj.c), the timer's
+ * lock (timer.c; its thread takes it directly, outside lock_take).
  */
 #ifndef UEPOLL_LOCK_H
 #define UEPOLL_LOCK_H

@@ -16,27 +16,18 @@
  * queue and kernel events from the kernel epoll, and sleep in epoll_wait on
  * the kernel epoll, where either kind wakes them.
  *
- * LOCKING (outermost first):
- *   port->mtx      serialises ctl on the port (except a ueventfd's MOD,
- *                  which runs under that source's wq->lock alone: see
- *                  port__mod_user), removal of a closed source's items and
- *                  release; protects port->items.
- *   wq->lock       a source's wait queue (eventfd.c, wq.c).
- *   rq->lock       the ready queue's consumer lock: harvests, item->data,
- *                  writes of item->events (readyq.c).  With the wait-free
- *                  queue (the default) producers never take it.
- * The signal path takes wq->lock (then rq->lock for a locked queue only);
- * harvesting takes rq->lock only (and, apart from it, port->mtx to move a
- * round-robin kernel registration whose event it took: wait.c, krec.c).  An
- * item is retired only with port->mtx held and after it has been unlinked
- * from the wait queue (under wq->lock), so no signaler can still reach it;
- * rq_retire frees it at once or, if it is queued, leaves it to the harvest
- * that dequeues it (readyq.c), which frees it under rq->lock alone.  A
- * closing source, which must take port->mtx while it finds items through
- * its wait queue, drops wq->lock first and re-finds the item
- * (port_drop_source).  Every lock goes through lock_take/lock_drop
- * (lock.h: a signal handler's ueventfd write never waits for its own
- * thread, and a fork waits until no thread holds one).
+ * LOCKING (the order: LOCK ORDER in lock.h).  port->mtx serialises ctl on
+ * the port (except a ueventfd's MOD, which runs under that source's
+ * wq->lock alone: see port__mod_user), removal of a closed source's items
+ * and release; it protects port->items and the records (krec.c).  The
+ * signal path takes the source's wq->lock only (the ready queue's producers
+ * take no lock); harvesting takes rq->lock only (and, apart from it,
+ * port->mtx to move a round-robin kernel registration whose event it took:
+ * wait.c, krec.c).  An item is retired only with port->mtx held and after
+ * it has been unlinked from the wait queue (under wq->lock), so no
+ * signaler can still reach it; rq_retire frees it at once or, if it is
+ * queued, leaves it to the harvest that dequeues it (readyq.c), which
+ * frees it under rq->lock alone.
  *
  * WAKEUPS.  The signaler's half of the wake protocol is here
  * (port_item_signal, port_item_kick: queue the item, then the bell's

@@ -48,8 +48,8 @@
  * benchmark show that design, and no user needs it (docs/benchmarks.md has
  * the last side-by-side numbers).
  *
- * LOCKING: q->lock nests inside the instance's mtx; nothing nests inside
- * it.  Producers (rq_enqueue) never take it.
+ * LOCKING: q->lock is last in the order (LOCK ORDER in lock.h).  Producers
+ * (rq_enqueue) never take it.
  */
 #include <errno.h>
 #include <sched.h>

@@ -3,7 +3,7 @@
  * timer.c - one process-wide thread that runs deferred calls at deadlines.
  *
  * Why a thread (docs/design.md, "Coalesced ueventfd wakeups", has the
- * numbers): a held wakeup must be delivered even if its writer never writes
+ * numbers): a deferred wakeup must be delivered even if its writer never writes
  * again and its sleeper never wakes on its own, so something other than the
  * two must run at the deadline.  One thread for the process, started on the
  * first arm, costs two context switches per delivered batch (woken by the

@@ -32,8 +32,8 @@
  * event costs two thread wakeups instead of the kernel's one.
  *
  * LOCKING: turn->lock protects leader, the line, the members and every
- * waiter's promoted flag.  It nests inside nothing and nothing nests inside
- * it (port_wait runs without it).  The eventfd write of a handover is made
+ * waiter's promoted flag.  A leaf (LOCK ORDER in lock.h): nothing nests
+ * inside it (port_wait runs without it).  The eventfd write of a handover is made
  * under the lock, and a follower closes its eventfd under the lock, after it
  * has left the line (promoted, or removed by itself): so no write can find
  * the eventfd closed, and `members` lists exactly the open ones (a forked
