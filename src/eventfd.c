@@ -493,6 +493,13 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		uefd__wrote(e, cur + v, false);
 	else
 		uefd__held(e, cur + v);
+	/* A write that filled the counter ended EPOLLOUT: a watched instance
+	 * forgets an item queued for it, as after a read that emptied it
+	 * (uefd__was_read), or its holder's kernel epoll would report it. */
+	if (unlikely(v && !uefd__room(hw ? atomic_load(&e->count) : cur + v,
+				      hw ? cur + v : 0)) &&
+	    bell_any_watched() && atomic_load(&e->wq.nout))
+		wq_unready(&e->wq);
 	return sizeof(v);
 }
 
