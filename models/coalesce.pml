@@ -1,6 +1,6 @@
 /*
- * coalesce.pml - held (coalesced) wakeups on top of the doorbell protocol
- * (src/eventfd.c COALESCE, src/timer.c PENDING, src/port.c DOORBELL), for
+ * coalesce.pml - deferred (coalesced) wakeups on top of the doorbell protocol
+ * (src/eventfd.c COALESCE, src/timer.c PENDING, src/bell.c DOORBELL), for
  * the spin model checker.  Checked exhaustively: no execution leaves a
  * waiter asleep while an item is queued and no timer run is due (a lost
  * wakeup), and every item produced is consumed exactly once.
@@ -54,8 +54,8 @@ inline arm() {
 	fi
 }
 
-/* port_item_signal with held != NULL: queue, then note whether a ring was
- * needed (db_set == 0); uefd_write then arms the timer. */
+/* port_item_signal with deferred != NULL: queue, then note whether a ring
+ * was needed (bell_defer: set == 0); uefd_write then arms the timer. */
 inline held_write() {
 #ifdef MUTANT_HOLD_FIRST
 	if
@@ -125,7 +125,7 @@ proctype waiter()
 			:: count > 0 -> skip
 			:: else ->
 end_sleep:			atomic { db_pending == 1 -> db_pending = 0 };
-				db_set = 0	/* wait__kernel saw the doorbell */
+				db_set = 0	/* wait__kernel saw the doorbell: bell_took */
 			fi
 		fi
 	od

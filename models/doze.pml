@@ -101,6 +101,7 @@ proctype dozer()
 		if
 		:: d < NDOZE ->
 			d++;
+			/* bell_doze_begin */
 			dozers++;
 			db_set = 1;
 			sleepers++;
@@ -113,6 +114,7 @@ proctype dozer()
 				:: true -> skip	/* the window closes */
 				fi
 			fi;
+			/* bell_doze_end */
 			sleepers--;
 			dozers--;
 #ifndef MUTANT_NO_RESTORE
