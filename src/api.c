@@ -106,7 +106,7 @@ UEPOLL_API int uepoll_batch(int epfd, const struct uepoll_batch *set,
 		return (int)api__ret(sys_fcntl_getfl(epfd) < 0 ? -EBADF
 							       : -EINVAL);
 	}
-	r = batch_set((struct port *)o, set, old);
+	r = port_batch((struct port *)o, set, old);
 	uobj_put(o);
 	return (int)api__ret(r);
 }

@@ -7,55 +7,65 @@
 #include <errno.h>
 
 #include "batch.h"
-#include "port_impl.h"
 #include "lock.h"
-#include "port.h"
+#include "sys.h"
 
 #define BATCH__MAX_US INT32_MAX
 
-static void batch__store(struct port *p, const struct uepoll_batch *v)
+void batch_policy_init(struct batch_policy *b)
 {
-	/* A sequence lock (writers serialised by mtx): odd while writing.
+	/* Never destroyed: the memory is type-stable (obj.h). */
+	lock_init(&b->lock);
+	atomic_init(&b->seq, 0);
+	atomic_init(&b->min_wait_us, 0);
+	atomic_init(&b->min_events, 0);
+	atomic_init(&b->inter_us, 0);
+	atomic_init(&b->flags, 0);
+}
+
+static void batch__store(struct batch_policy *b, const struct uepoll_batch *v)
+{
+	/* A sequence lock (writers serialised by b->lock): odd while writing.
 	 * The release fence orders the odd count before the fields, the
 	 * release store the fields before the even count; pairs with the
 	 * reader's acquire load and fence in batch_get. */
-	uint32_t s = atomic_load_explicit(&p->bseq, memory_order_relaxed);
+	uint32_t s = atomic_load_explicit(&b->seq, memory_order_relaxed);
 
-	atomic_store_explicit(&p->bseq, s + 1, memory_order_relaxed);
+	atomic_store_explicit(&b->seq, s + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&p->b_min_wait_us, v->min_wait_us,
+	atomic_store_explicit(&b->min_wait_us, v->min_wait_us,
 			      memory_order_relaxed);
-	atomic_store_explicit(&p->b_min_events, v->min_events,
+	atomic_store_explicit(&b->min_events, v->min_events,
 			      memory_order_relaxed);
-	atomic_store_explicit(&p->b_inter_us, v->inter_event_us,
+	atomic_store_explicit(&b->inter_us, v->inter_event_us,
 			      memory_order_relaxed);
-	atomic_store_explicit(&p->b_flags, v->flags, memory_order_relaxed);
-	atomic_store_explicit(&p->bseq, s + 2, memory_order_release);
+	atomic_store_explicit(&b->flags, v->flags, memory_order_relaxed);
+	atomic_store_explicit(&b->seq, s + 2, memory_order_release);
 }
 
-void batch_get(struct port *p, struct uepoll_batch *out)
+void batch_get(struct batch_policy *b, struct uepoll_batch *out)
 {
 	uint32_t s0, s1;
 
 	for (;;) {
 		/* acquire: pairs with the writer's final release store. */
-		s0 = atomic_load_explicit(&p->bseq, memory_order_acquire);
+		s0 = atomic_load_explicit(&b->seq, memory_order_acquire);
 		if (s0 & 1) {
 			sys_yield();
 			continue;
 		}
-		out->min_wait_us = atomic_load_explicit(&p->b_min_wait_us,
+		out->min_wait_us = atomic_load_explicit(&b->min_wait_us,
 							memory_order_relaxed);
-		out->min_events = atomic_load_explicit(&p->b_min_events,
+		out->min_events = atomic_load_explicit(&b->min_events,
 						       memory_order_relaxed);
 		out->inter_event_us = atomic_load_explicit(
-			&p->b_inter_us, memory_order_relaxed);
-		out->flags = atomic_load_explicit(&p->b_flags,
+			&b->inter_us, memory_order_relaxed);
+		out->flags = atomic_load_explicit(&b->flags,
 						  memory_order_relaxed);
 		/* acquire fence: the field loads come before the re-check
 		 * (pairs with the writer's release fence). */
 		atomic_thread_fence(memory_order_acquire);
-		s1 = atomic_load_explicit(&p->bseq, memory_order_relaxed);
+		s1 = atomic_load_explicit(&b->seq, memory_order_relaxed);
 		if (s0 == s1)
 			return;
 	}
@@ -66,7 +76,7 @@ bool batch_active(const struct uepoll_batch *pol)
 	return pol->min_wait_us || pol->min_events || pol->inter_event_us;
 }
 
-int batch_set(struct port *p, const struct uepoll_batch *set,
+int batch_set(struct batch_policy *b, const struct uepoll_batch *set,
 	      struct uepoll_batch *old)
 {
 	struct uepoll_batch o;
@@ -75,31 +85,31 @@ int batch_set(struct port *p, const struct uepoll_batch *set,
 		    set->min_wait_us > BATCH__MAX_US ||
 		    set->inter_event_us > BATCH__MAX_US))
 		return -EINVAL;
-	lock_take(&p->mtx);
-	batch_get(p, &o);
+	lock_take(&b->lock);
+	batch_get(b, &o);
 	if (set)
-		batch__store(p, set);
-	lock_drop(&p->mtx);
+		batch__store(b, set);
+	lock_drop(&b->lock);
 	if (old)
 		*old = o;
 	return 0;
 }
 
-int batch_set_min_wait(struct port *p, uint64_t us)
+int batch_set_min_wait(struct batch_policy *b, uint64_t us)
 {
 	struct uepoll_batch o;
 
 	if (us > BATCH__MAX_US)
 		return -EINVAL;
-	lock_take(&p->mtx);
-	batch_get(p, &o);
+	lock_take(&b->lock);
+	batch_get(b, &o);
 	if (o.min_wait_us != us) {
 		struct uepoll_batch v = o;
 
 		v.min_wait_us = (uint32_t)us;
-		batch__store(p, &v);
+		batch__store(b, &v);
 	}
-	lock_drop(&p->mtx);
+	lock_drop(&b->lock);
 	return (int)o.min_wait_us;
 }
 

@@ -8,20 +8,30 @@
 #ifndef UEPOLL_BATCH_H
 #define UEPOLL_BATCH_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "uepoll.h"
 
-struct port;
+/* An instance's policy (struct uepoll_batch), read by every wait without a
+ * lock: `seq` is a sequence lock (odd while a write is in progress),
+ * writers are serialised by `lock` (a leaf: LOCK ORDER in lock.h). */
+struct batch_policy {
+	pthread_mutex_t lock;
+	_Atomic uint32_t seq;
+	_Atomic uint32_t min_wait_us, min_events, inter_us, flags;
+};
 
-/* Set (if set) the instance's policy, return the old one in *old (if old). */
-int batch_set(struct port *p, const struct uepoll_batch *set,
+void batch_policy_init(struct batch_policy *b);
+/* Set (if set) the policy, return the old one in *old (if old). */
+int batch_set(struct batch_policy *b, const struct uepoll_batch *set,
 	      struct uepoll_batch *old);
 /* UEPOLL_CTL_MIN_WAIT: set min_wait_us only; returns the old value. */
-int batch_set_min_wait(struct port *p, uint64_t us);
+int batch_set_min_wait(struct batch_policy *b, uint64_t us);
 /* The policy as one consistent snapshot. */
-void batch_get(struct port *p, struct uepoll_batch *out);
+void batch_get(struct batch_policy *b, struct uepoll_batch *out);
 /* Does the policy batch at all? */
 bool batch_active(const struct uepoll_batch *pol);
 

@@ -204,9 +204,8 @@ static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
 int uefd_create(unsigned int initval, int flags)
 {
 	struct ueventfd_coalesce dflt;
-	struct uobj *o, *old;
+	struct uobj *o;
 	struct uefd *e;
-	bool ok;
 	int fd, r;
 
 	if (flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
@@ -244,19 +243,7 @@ int uefd_create(unsigned int initval, int flags)
 	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
 	timer_ensure();
 	wq_init(&e->wq);
-	o->fd = fd;
-	uobj_live(o);
-
-	old = fdtab_set(fd, o, &ok);
-	if (!ok) {
-		r = -ENOMEM;
-		goto err_fd; /* released: closes kfd, frees o */
-	}
-	if (old) {
-		uobj_close(old);
-		uobj_put(old);
-	}
-	return fd;
+	return uobj_publish(o, fd);
 
 err_fd:
 	sys_close(fd);

@@ -56,7 +56,8 @@
  * A closing source, which must take port->mtx while it finds items through
  * its wait queue, drops wq->lock first and re-finds the item
  * (port_drop_source).  Leaves, taken with none of the above held and
- * taking nothing inside (but as noted): turn->lock (turn.c), obj__lock
+ * taking nothing inside (but as noted): turn->lock (turn.c), an
+ * instance's batching policy's lock (batch.c), obj__lock
  * (obj.c; takes a pool lock inside), the pool locks (obj.c), the timer's
  * lock (timer.c; its thread takes it directly, outside lock_take).
  */

@@ -27,12 +27,14 @@
  * parent pays the gate (the lock hold times of the threads inside then);
  * the child repairs every live object (docs/benchmarks.md, fork).
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eventfd.h"
 #include "fdtab.h"
+#include "sys.h"
 #include "lock.h"
 #include "obj.h"
 #include "port.h"
@@ -99,6 +101,29 @@ void uobj_live(struct uobj *o)
 	list_add_tail(&obj__live, &o->live);
 	o->on_live = true;
 	lock_drop(&obj__lock);
+}
+
+int uobj_publish(struct uobj *o, int fd)
+{
+	struct uobj *old;
+	bool ok;
+
+	o->fd = fd;
+	uobj_live(o);
+	old = fdtab_set(fd, o, &ok);
+	if (!ok) {
+		sys_close(fd);
+		o->fd = -1;
+		uobj_ops(o)->release(o);
+		return -ENOMEM;
+	}
+	/* An object the table still had for this number: its number was
+	 * closed behind our back (the kernel just gave it to us again). */
+	if (old) {
+		uobj_close(old);
+		uobj_put(old);
+	}
+	return fd;
 }
 
 bool uobj_tryget(struct uobj *o)

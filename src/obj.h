@@ -102,6 +102,10 @@ struct uobj *uobj_alloc(int type);
 /* Creation is over (every field and lock set up): from now on the fork
  * handlers take its locks.  Called just before it is published. */
 void uobj_live(struct uobj *o);
+/* Creation is over: uobj_live, then o is published under its public number
+ * fd, which is returned.  -ENOMEM: not published, fd closed and o released
+ * (the table could not grow). */
+int uobj_publish(struct uobj *o, int fd);
 /* Take a reference if the count is not zero. */
 bool uobj_tryget(struct uobj *o);
 void uobj_get(struct uobj *o);

@@ -62,6 +62,12 @@ void item_disarmed(struct item *it)
 		atomic_fetch_sub(&((struct uefd *)it->src)->wq.narmed, 1);
 }
 
+int port_batch(struct port *p, const struct uepoll_batch *set,
+	       struct uepoll_batch *old)
+{
+	return batch_set(&p->batch, set, old);
+}
+
 struct turn *port_turn(struct port *p)
 {
 	return &p->turn;
@@ -77,10 +83,9 @@ static _Atomic uint64_t port__gens;
 
 int port_create(int flags, unsigned int uflags)
 {
-	struct uobj *o, *old;
+	struct uobj *o;
 	struct port *p;
 	int fd, r;
-	bool ok;
 
 	o = uobj_alloc(UOBJ_PORT);
 	if (!o)
@@ -112,32 +117,14 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nfdrec, 0);
 	atomic_init(&p->rr_owed, 0);
-	atomic_init(&p->bseq, 0);
-	atomic_init(&p->b_min_wait_us, 0);
-	atomic_init(&p->b_min_events, 0);
-	atomic_init(&p->b_inter_us, 0);
-	atomic_init(&p->b_flags, 0);
+	batch_policy_init(&p->batch);
 	atomic_init(&p->bgen, 0);
 	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
 		&port__gens, 1, memory_order_relaxed) + 1, memory_order_relaxed);
 	rq_init(&p->rq);
 	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
 	spin_init(&p->spin, uflags & UEPOLL_NOSPIN);
-	o->fd = fd;
-	uobj_live(o);
-
-	old = fdtab_set(fd, o, &ok);
-	if (!ok) {
-		sys_close(fd);
-		o->fd = -1;
-		port_ops.release(o);
-		return -ENOMEM;
-	}
-	if (old) {
-		uobj_close(old);
-		uobj_put(old);
-	}
-	return fd;
+	return uobj_publish(o, fd);
 
 err:
 	bell_close(&p->bell);
@@ -379,7 +366,7 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
 	if (op == UEPOLL_CTL_MIN_WAIT)
-		return batch_set_min_wait(p, ev->data.u64);
+		return batch_set_min_wait(&p->batch, ev->data.u64);
 	src = fdtab_get(fd);
 	if (!src)
 		return port__ctl_kernel(p, op, fd, ev);

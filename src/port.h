@@ -13,8 +13,8 @@
 #include "wq.h"
 
 /*
- * struct port is opaque outside the instance's own four files (port.c,
- * wait.c, krec.c, batch.c), which include port_impl.h for its layout.
+ * struct port is opaque outside the instance's own three files (port.c,
+ * wait.c, krec.c), which include port_impl.h for its layout.
  * Everyone else uses the functions below; an instance is a uobj
  * (port_obj) and its first member is one, so obj.c's casts hold.
  */

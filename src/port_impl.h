@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * port_impl.h - the layout of a uepoll instance, private to the instance's
- * own files: port.c (create, ctl, signal path, release), wait.c (port_wait),
- * krec.c (kernel-side registrations) and batch.c (the batching policy).
+ * own files: port.c (create, ctl, signal path, release), wait.c (port_wait)
+ * and krec.c (kernel-side registrations).
  * Every other module goes through port.h.
  */
 #ifndef UEPOLL_PORT_IMPL_H
@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 
+#include "batch.h"
 #include "bell.h"
 #include "port.h"
 #include "readyq.h"
@@ -46,11 +47,8 @@ struct port {
 	_Atomic bool kfull;
 	/* Which of the instance's waiting threads takes a wakeup (turn.c). */
 	struct turn turn;
-	/* The batching policy (struct uepoll_batch, batch.c), written under
-	 * mtx; bseq is its sequence lock (odd while a write is in progress):
-	 * a wait reads the four fields as one. */
-	_Atomic uint32_t bseq;
-	_Atomic uint32_t b_min_wait_us, b_min_events, b_inter_us, b_flags;
+	/* The batching policy (batch.c). */
+	struct batch_policy batch;
 	/* Generation of batching waits (rq_batch.gen). */
 	_Atomic uint32_t bgen;
 

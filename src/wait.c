@@ -553,7 +553,7 @@ int port_wait(struct port *p, struct epoll_event *evs, int max,
 		krec_rr_settle(p);
 	/* A timeout of 0 never batches. */
 	if (deadline != 0) {
-		batch_get(p, &pol);
+		batch_get(&p->batch, &pol);
 		if (batch_active(&pol))
 			return wait__batch(p, evs, max, deadline, sigmask, &pol);
 	}
