@@ -112,6 +112,7 @@ int port_create(int flags, unsigned int uflags)
 	lock_init(&p->mtx);
 	list_init(&p->items);
 	atomic_init(&p->nkernel, 0);
+	atomic_init(&p->nuser, 0);
 	atomic_init(&p->side, 0);
 	atomic_init(&p->kfull, false);
 	atomic_init(&p->krecs, NULL);
@@ -196,6 +197,7 @@ void port_item_kick(struct item *it)
 /* The item has left its source's wait queue: drop it from the instance. */
 static void port__free_item(struct port *p, struct item *it)
 {
+	atomic_fetch_sub_explicit(&p->nuser, 1, memory_order_relaxed);
 	list_del(&it->portlink);
 	rq_retire(&p->rq, it);
 }
@@ -274,6 +276,7 @@ static int port__add_user(struct port *p, struct wq *q, struct uobj *src,
 	it->port = p;
 	wq_link(q, it);
 	list_add_tail(&p->items, &it->portlink);
+	atomic_fetch_add_explicit(&p->nuser, 1, memory_order_relaxed);
 	lock_drop(&q->lock);
 	port__queue_if_ready(p, it, events);
 	lock_drop(&p->mtx);

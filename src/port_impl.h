@@ -28,6 +28,10 @@ struct port {
 	struct list items;
 	/* Kernel fds registered (never below the true number). */
 	_Atomic int nkernel;
+	/* Userspace sources registered: the items on `items` (written under
+	 * mtx, read relaxed by waits: a hint of which path to take, KERNEL
+	 * COST in wait.c). */
+	_Atomic int nuser;
 	/* Kernel fd registrations with a record among krecs (round-robin or
 	 * urgent): while > 0, ctl of kernel fds looks for their records. */
 	_Atomic int nfdrec;

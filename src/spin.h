@@ -43,6 +43,13 @@ static inline void spin_deferred(struct spin *s)
 		atomic_store_explicit(&s->deferred, true, memory_order_relaxed);
 }
 
+/* This instance never spins (UEPOLL_NOSPIN, UEPOLL_SPIN_NS=0, or it got a
+ * deferred wakeup): a hint, relaxed. */
+static inline bool spin_off(struct spin *s)
+{
+	return !s->max || atomic_load_explicit(&s->deferred, memory_order_relaxed);
+}
+
 /*
  * Poll ready(arg) until it is true (returns true), the budget is spent or
  * deadline (CLOCK_MONOTONIC ns; < 0: none) passes (false: sleep).  Adapts

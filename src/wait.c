@@ -285,7 +285,10 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 {
 	if (bell_lt(&p->bell))
 		bell_mirror(&p->bell, &p->rq);
-	if (spin_wait(&p->spin, wait__ready, p, until))
+	/* The spin polls the ready queue: only for an instance that has
+	 * userspace sources to poll (KERNEL COST). */
+	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
+	    spin_wait(&p->spin, wait__ready, p, until))
 		return false;
 	if (!bell_sleep_begin(&p->bell, &p->rq))
 		return false;
@@ -294,6 +297,28 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 	*r = wait__kernel(p, evs, max, timeout, sigmask, db, kc, NULL);
 	pthread_cleanup_pop(1);
 	return true;
+}
+
+/*
+ * KERNEL COST.  A blocking wait on an instance with kernel fds costs what
+ * the kernel's does: one epoll_wait, whether it finds events or sleeps.
+ * When the ready queue is empty there is no user turn to take (FAIRNESS),
+ * so the wait goes straight to the blocking epoll_wait on the kernel
+ * epoll, which returns at once what is ready there, the doorbell
+ * included, instead of polling it first and then sleeping in it.  The
+ * exception is an instance that has userspace sources and may spin: its
+ * spin must not hold back kernel events that are ready already, so it
+ * polls the kernel first as before (two calls when it then sleeps).  A
+ * zero-timeout wait makes its one poll either way.
+ */
+static bool wait__direct(struct port *p, int64_t deadline)
+{
+	if (deadline == 0 ||
+	    atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0 ||
+	    !rq_empty(&p->rq))
+		return false;
+	return atomic_load_explicit(&p->nuser, memory_order_relaxed) <= 0 ||
+	       spin_off(&p->spin);
 }
 
 /* A wait without batching: returns as soon as it has events. */
@@ -305,11 +330,13 @@ static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 	int n, r;
 
 	for (;;) {
-		n = wait__collect(p, evs, max, NULL, NULL);
-		if (n != 0 || deadline == 0) {
-			if (n >= 0)
-				wait__settle(p, n == 0, false);
-			return n;
+		if (!wait__direct(p, deadline)) {
+			n = wait__collect(p, evs, max, NULL, NULL);
+			if (n != 0 || deadline == 0) {
+				if (n >= 0)
+					wait__settle(p, n == 0, false);
+				return n;
+			}
 		}
 		if (deadline > 0) {
 			sys_time_left(deadline, &ts);
@@ -333,7 +360,8 @@ static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 			}
 		}
 		/* A stale doorbell or a timeout: go round; the deadline check
-		 * above ends a timed-out wait after one more collect. */
+		 * above ends a timed-out wait (after one more collect unless
+		 * it goes direct: the kernel's epoll_wait returns 0 then too). */
 	}
 }
 
