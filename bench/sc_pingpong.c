@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pingpong - two threads hand a token back and forth, both asleep between
- * turns.  Thread A writes to B's eventfd and waits (epoll/uepoll instance of
- * its own) for its eventfd; B does the mirror.  The round trip as A sees it
+ * turns.  Thread A writes to B's eventfd (or pipe) and waits (epoll/uepoll
+ * instance of its own) for its own; B does the mirror.  The pipe rows are
+ * kernel fds in a uepoll instance: what uepoll adds to a sleeping wait on
+ * them (KERNEL COST in src/wait.c).  The round trip as A sees it
  * is the latency.  The `futex` row is the floor: a bare futex word, the same
  * hand-off with nothing else.  Both threads are pinned: to the same CPU
  * (a wakeup is a context switch) or to two CPUs (a wakeup crosses CPUs).
@@ -40,13 +42,16 @@ static void pp_size(bool quick, struct params *p, int *reps)
  * bare futex floor) and whether B runs on A's CPU or on another one. */
 static const struct pp_variant {
 	const char *name;
+	enum src_kind src;
 	unsigned systems;
 	uint32_t cross_cpu;
 } pp_variants[] = {
-	{ "efd/same-cpu", SYSM_KU, 0 },
-	{ "efd/cross-cpu", SYSM_KU, 1 },
-	{ "futex/same-cpu", SYSM(SYS_FUTEX), 0 },
-	{ "futex/cross-cpu", SYSM(SYS_FUTEX), 1 },
+	{ "efd/same-cpu", SRC_EFD, SYSM_KU, 0 },
+	{ "efd/cross-cpu", SRC_EFD, SYSM_KU, 1 },
+	{ "pipe/same-cpu", SRC_PIPE, SYSM_KU, 0 },
+	{ "pipe/cross-cpu", SRC_PIPE, SYSM_KU, 1 },
+	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0 },
+	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1 },
 };
 
 static int pp_cases(struct bcase *out, int max)
@@ -58,7 +63,7 @@ static int pp_cases(struct bcase *out, int max)
 	     i++, n++) {
 		snprintf(out[n].variant, sizeof(out[n].variant), "%s",
 			 pp_variants[i].name);
-		out[n].src = SRC_EFD;
+		out[n].src = pp_variants[i].src;
 		out[n].flags = pp_variants[i].cross_cpu;
 		out[n].systems = pp_variants[i].systems;
 	}
@@ -214,8 +219,9 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 const struct scenario sc_pingpong = {
 	.name = "pingpong",
 	.proposal = "wakeup latency floor; no single proposal",
-	.what = "two threads hand a token back and forth through an eventfd, "
-		"both asleep between turns; a bare futex is the floor",
+	.what = "two threads hand a token back and forth through an eventfd "
+		"(or a pipe), both asleep between turns; a bare futex is the "
+		"floor",
 	.headline = M_LAT_P50,
 	.size = pp_size,
 	.cases = pp_cases,
