@@ -6,9 +6,10 @@
  * or `syscall`: a preload that wraps those for the program is never
  * re-entered by the library it calls.
  *
- * This program wraps the seven itself (the static library's references
- * resolve to these definitions, as a preloaded library's would win the
- * symbol lookup) and counts the calls made while the library runs.  Before
+ * This program is linked with tests/libcwrap.c, which defines the seven
+ * (the static library's references resolve to those definitions, as a
+ * preloaded library's would win the symbol lookup) and counts the calls
+ * made while the library runs.  Before
  * the bind the counts must be non-zero (the check can fail); after it, zero
  * for the same operations: instance and ueventfd creation, ctl, waits that
  * poll and that sleep (woken by another thread), blocking and non-blocking
@@ -16,130 +17,15 @@
  * of a program's own fds (read, write, close of a pipe).
  */
 #include "testlib.h"
+#include "libcwrap.h"
 
-#include <dlfcn.h>
-#include <poll.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 /* The library's own (hidden in the shared object, linkable from the static
  * archive): src/sys.h. */
 int sys_bind_libc(void);
-
-static _Atomic int armed;
-static _Atomic int calls[7];
-enum { C_READ, C_WRITE, C_CLOSE, C_PWAIT, C_PWAIT2, C_PPOLL, C_SYSCALL };
-static const char *const cname[7] = { "read", "write", "close", "epoll_pwait",
-				      "epoll_pwait2", "ppoll", "syscall" };
-
-static void *next(const char *name)
-{
-	void *f = dlsym(RTLD_NEXT, name);
-
-	if (!f) {
-		fprintf(stderr, "t_seam: no next %s\n", name);
-		abort();
-	}
-	return f;
-}
-
-static void count(int c)
-{
-	if (atomic_load(&armed))
-		atomic_fetch_add(&calls[c], 1);
-}
-
-ssize_t read(int fd, void *buf, size_t n)
-{
-	static ssize_t (*f)(int, void *, size_t);
-
-	count(C_READ);
-	if (!f)
-		f = (ssize_t (*)(int, void *, size_t))next("read");
-	return f(fd, buf, n);
-}
-
-ssize_t write(int fd, const void *buf, size_t n)
-{
-	static ssize_t (*f)(int, const void *, size_t);
-
-	count(C_WRITE);
-	if (!f)
-		f = (ssize_t (*)(int, const void *, size_t))next("write");
-	return f(fd, buf, n);
-}
-
-int close(int fd)
-{
-	static int (*f)(int);
-
-	count(C_CLOSE);
-	if (!f)
-		f = (int (*)(int))next("close");
-	return f(fd);
-}
-
-int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
-		const sigset_t *sigmask)
-{
-	static int (*f)(int, struct epoll_event *, int, int, const sigset_t *);
-
-	count(C_PWAIT);
-	if (!f)
-		f = (int (*)(int, struct epoll_event *, int, int,
-			     const sigset_t *))next("epoll_pwait");
-	return f(epfd, evs, max, timeout, sigmask);
-}
-
-int epoll_pwait2(int epfd, struct epoll_event *evs, int max,
-		 const struct timespec *timeout, const sigset_t *sigmask)
-{
-	static int (*f)(int, struct epoll_event *, int, const struct timespec *,
-			const sigset_t *);
-
-	count(C_PWAIT2);
-	if (!f)
-		f = (int (*)(int, struct epoll_event *, int,
-			     const struct timespec *,
-			     const sigset_t *))next("epoll_pwait2");
-	return f(epfd, evs, max, timeout, sigmask);
-}
-
-int ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
-	  const sigset_t *sigmask)
-{
-	static int (*f)(struct pollfd *, nfds_t, const struct timespec *,
-			const sigset_t *);
-
-	count(C_PPOLL);
-	if (!f)
-		f = (int (*)(struct pollfd *, nfds_t, const struct timespec *,
-			     const sigset_t *))next("ppoll");
-	return f(pfd, n, timeout, sigmask);
-}
-
-/* Six arguments are read whatever the call passed, as libc's own syscall()
- * does (the unused ones are whatever the caller's stack holds): not a
- * bug ASan should stop on. */
-__attribute__((no_sanitize("address"))) long syscall(long nr, ...)
-{
-	static long (*f)(long, ...);
-	long a[6];
-	va_list ap;
-
-	count(C_SYSCALL);
-	if (!f)
-		f = (long (*)(long, ...))next("syscall");
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-}
 
 /* A thread blocked in uepoll_wait until the main thread writes. */
 static void *sleeper(void *arg)
@@ -179,7 +65,7 @@ static void workload(void)
 	char c = 'x';
 
 	REQUIRE(pipe(pfd) == 0); /* (before arming: the program's own call) */
-	atomic_store(&armed, 1);
+	wrap_arm(1);
 	ep = uepoll_create1(EPOLL_CLOEXEC);
 	e = ueventfd(0, EFD_NONBLOCK);
 	eb = ueventfd(0, 0);
@@ -228,21 +114,7 @@ static void workload(void)
 	CHECK_EQ(uepoll_close(eb), 0);
 	CHECK_EQ(uepoll_close(e), 0);
 	CHECK_EQ(uepoll_close(ep), 0);
-	atomic_store(&armed, 0);
-}
-
-static int total(int show)
-{
-	int t = 0;
-
-	for (int i = 0; i < 7; i++) {
-		int n = atomic_exchange(&calls[i], 0);
-
-		if (show && n)
-			printf("  %s: %d\n", cname[i], n);
-		t += n;
-	}
-	return t;
+	wrap_disarm();
 }
 
 int main(void)
@@ -253,11 +125,11 @@ int main(void)
 	 * wrappers).  Proof that the check below can fail. */
 	workload();
 	printf("calls through the process's symbols, seam not bound:\n");
-	CHECK(total(1) > 0);
+	CHECK(wrap_take_show() > 0);
 	if (sys_bind_libc() != 0)
 		T_SKIP("libc.so.6 not found (static executable?)");
 	workload();
 	printf("calls through the process's symbols, seam bound to libc:\n");
-	CHECK_EQ(total(1), 0);
+	CHECK_EQ(wrap_take_show(), 0);
 	return t_end();
 }

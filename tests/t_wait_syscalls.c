@@ -5,136 +5,28 @@
  * COST in src/wait.c).  Also for an instance that has ueventfds but never
  * spins (UEPOLL_NOSPIN) when none is ready, and for nested instances.
  *
- * The count: this program defines the libc names the library reaches the
- * kernel through (src/sys.c: syscall, read, write, close, epoll_pwait,
- * epoll_pwait2, ppoll), which the static library's references resolve to,
- * and counts the calls the waiting thread makes inside uepoll_wait.  (The
+ * The count: this program is linked with tests/libcwrap.c, which defines
+ * the libc names the library reaches the kernel through (src/sys.c), and
+ * counts the calls the waiting thread makes inside uepoll_wait.  (The
  * kernel's own epoll_wait is one call by definition.)
  */
 #include "testlib.h"
+#include "libcwrap.h"
 
-#include <dlfcn.h>
-#include <poll.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-static __thread int armed;
-static __thread int calls;
-
-static void *next(const char *name)
-{
-	void *f = dlsym(RTLD_NEXT, name);
-
-	if (!f)
-		abort();
-	return f;
-}
-
-#define COUNT() \
-	do { \
-		if (armed) \
-			calls++; \
-	} while (0)
-
-ssize_t read(int fd, void *buf, size_t n)
-{
-	static ssize_t (*f)(int, void *, size_t);
-
-	COUNT();
-	if (!f)
-		f = (ssize_t (*)(int, void *, size_t))next("read");
-	return f(fd, buf, n);
-}
-
-ssize_t write(int fd, const void *buf, size_t n)
-{
-	static ssize_t (*f)(int, const void *, size_t);
-
-	COUNT();
-	if (!f)
-		f = (ssize_t (*)(int, const void *, size_t))next("write");
-	return f(fd, buf, n);
-}
-
-int close(int fd)
-{
-	static int (*f)(int);
-
-	COUNT();
-	if (!f)
-		f = (int (*)(int))next("close");
-	return f(fd);
-}
-
-int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
-		const sigset_t *sigmask)
-{
-	static int (*f)(int, struct epoll_event *, int, int, const sigset_t *);
-
-	COUNT();
-	if (!f)
-		f = (int (*)(int, struct epoll_event *, int, int,
-			     const sigset_t *))next("epoll_pwait");
-	return f(epfd, evs, max, timeout, sigmask);
-}
-
-int epoll_pwait2(int epfd, struct epoll_event *evs, int max,
-		 const struct timespec *timeout, const sigset_t *sigmask)
-{
-	static int (*f)(int, struct epoll_event *, int, const struct timespec *,
-			const sigset_t *);
-
-	COUNT();
-	if (!f)
-		f = (int (*)(int, struct epoll_event *, int,
-			     const struct timespec *,
-			     const sigset_t *))next("epoll_pwait2");
-	return f(epfd, evs, max, timeout, sigmask);
-}
-
-int ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
-	  const sigset_t *sigmask)
-{
-	static int (*f)(struct pollfd *, nfds_t, const struct timespec *,
-			const sigset_t *);
-
-	COUNT();
-	if (!f)
-		f = (int (*)(struct pollfd *, nfds_t, const struct timespec *,
-			     const sigset_t *))next("ppoll");
-	return f(pfd, n, timeout, sigmask);
-}
-
-/* Six arguments, as libc's syscall() reads them (see t_seam.c). */
-__attribute__((no_sanitize("address"))) long syscall(long nr, ...)
-{
-	static long (*f)(long, ...);
-	long a[6];
-	va_list ap;
-
-	COUNT();
-	if (!f)
-		f = (long (*)(long, ...))next("syscall");
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-}
 
 /* The calls one uepoll_wait makes; *n: its result. */
 static int counted_wait(int ep, int timeout, int *n)
 {
 	struct epoll_event ev[4];
 
-	calls = 0;
-	armed = 1;
+	wrap_take(-1);
+	wrap_arm(0); /* this thread only: not the writer's write */
 	*n = uepoll_wait(ep, ev, 4, timeout);
-	armed = 0;
-	return calls;
+	wrap_disarm();
+	return wrap_take(-1);
 }
 
 struct writer {

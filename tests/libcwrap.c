@@ -1,0 +1,161 @@
+/* See libcwrap.h. */
+#include "libcwrap.h"
+
+#include <dlfcn.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+const char *const wrap_name[WRAP_N] = { "read", "write", "close",
+					"epoll_pwait", "epoll_pwait2", "ppoll",
+					"syscall" };
+
+static _Atomic int wrap__all;
+static __thread int wrap__me;
+static _Atomic int wrap__calls[WRAP_N];
+
+void wrap_arm(int all)
+{
+	if (all)
+		atomic_store(&wrap__all, 1);
+	wrap__me = 1;
+}
+
+void wrap_disarm(void)
+{
+	atomic_store(&wrap__all, 0);
+	wrap__me = 0;
+}
+
+int wrap_take(int name)
+{
+	int t = 0;
+
+	for (int i = 0; i < WRAP_N; i++)
+		if (name < 0 || name == i)
+			t += atomic_exchange(&wrap__calls[i], 0);
+	return t;
+}
+
+int wrap_take_show(void)
+{
+	int t = 0;
+
+	for (int i = 0; i < WRAP_N; i++) {
+		int n = atomic_exchange(&wrap__calls[i], 0);
+
+		if (n)
+			printf("  %s: %d\n", wrap_name[i], n);
+		t += n;
+	}
+	return t;
+}
+
+static void wrap__count(int c)
+{
+	if (wrap__me || atomic_load(&wrap__all))
+		atomic_fetch_add(&wrap__calls[c], 1);
+}
+
+static void *wrap__next(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+
+	if (!f) {
+		fprintf(stderr, "libcwrap: no next %s\n", name);
+		abort();
+	}
+	return f;
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+	static ssize_t (*f)(int, void *, size_t);
+
+	wrap__count(WRAP_READ);
+	if (!f)
+		f = (ssize_t (*)(int, void *, size_t))wrap__next("read");
+	return f(fd, buf, n);
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	static ssize_t (*f)(int, const void *, size_t);
+
+	wrap__count(WRAP_WRITE);
+	if (!f)
+		f = (ssize_t (*)(int, const void *, size_t))wrap__next("write");
+	return f(fd, buf, n);
+}
+
+int close(int fd)
+{
+	static int (*f)(int);
+
+	wrap__count(WRAP_CLOSE);
+	if (!f)
+		f = (int (*)(int))wrap__next("close");
+	return f(fd);
+}
+
+int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
+		const sigset_t *sigmask)
+{
+	static int (*f)(int, struct epoll_event *, int, int, const sigset_t *);
+
+	wrap__count(WRAP_EPOLL_PWAIT);
+	if (!f)
+		f = (int (*)(int, struct epoll_event *, int, int,
+			     const sigset_t *))wrap__next("epoll_pwait");
+	return f(epfd, evs, max, timeout, sigmask);
+}
+
+int epoll_pwait2(int epfd, struct epoll_event *evs, int max,
+		 const struct timespec *timeout, const sigset_t *sigmask)
+{
+	static int (*f)(int, struct epoll_event *, int, const struct timespec *,
+			const sigset_t *);
+
+	wrap__count(WRAP_EPOLL_PWAIT2);
+	if (!f)
+		f = (int (*)(int, struct epoll_event *, int,
+			     const struct timespec *,
+			     const sigset_t *))wrap__next("epoll_pwait2");
+	return f(epfd, evs, max, timeout, sigmask);
+}
+
+int ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
+	  const sigset_t *sigmask)
+{
+	static int (*f)(struct pollfd *, nfds_t, const struct timespec *,
+			const sigset_t *);
+
+	wrap__count(WRAP_PPOLL);
+	if (!f)
+		f = (int (*)(struct pollfd *, nfds_t, const struct timespec *,
+			     const sigset_t *))wrap__next("ppoll");
+	return f(pfd, n, timeout, sigmask);
+}
+
+/* Six arguments are read whatever the call passed, as libc's own syscall()
+ * does (the unused ones are whatever the caller's stack holds): not a bug
+ * ASan should stop on. */
+__attribute__((no_sanitize("address"))) long syscall(long nr, ...)
+{
+	static long (*f)(long, ...);
+	long a[6];
+	va_list ap;
+
+	wrap__count(WRAP_SYSCALL);
+	if (!f)
+		f = (long (*)(long, ...))wrap__next("syscall");
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}

@@ -1,0 +1,35 @@
+/*
+ * libcwrap: definitions of the libc names the library reaches the kernel
+ * through (src/sys.c, THE SEAM: syscall, read, write, close, epoll_pwait,
+ * epoll_pwait2, ppoll), for the tests that count the library's system
+ * calls.  Linked into a test program (tests/CMakeLists.txt: only those that
+ * ask), they win the symbol lookup over libc's, as a preloaded library's
+ * would; each forwards to the next definition (libc's) and, while the
+ * calling thread is armed, counts the call.
+ */
+#ifndef UEPOLL_TEST_LIBCWRAP_H
+#define UEPOLL_TEST_LIBCWRAP_H
+
+enum {
+	WRAP_READ,
+	WRAP_WRITE,
+	WRAP_CLOSE,
+	WRAP_EPOLL_PWAIT,
+	WRAP_EPOLL_PWAIT2,
+	WRAP_PPOLL,
+	WRAP_SYSCALL,
+	WRAP_N
+};
+
+extern const char *const wrap_name[WRAP_N];
+
+/* Count this thread's calls from now on (every thread: all = 1). */
+void wrap_arm(int all);
+void wrap_disarm(void);
+/* The calls counted of one name, or of all (name < 0), since the last
+ * take, which resets them. */
+int wrap_take(int name);
+/* As wrap_take(-1), printing each non-zero count as "  NAME: N". */
+int wrap_take_show(void);
+
+#endif
