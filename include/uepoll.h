@@ -118,6 +118,15 @@ ssize_t uepoll_read(int fd, void *buf, size_t count);
 ssize_t uepoll_write(int fd, const void *buf, size_t count);
 int uepoll_close(int fd);
 
+/*
+ * Fold a ueventfd back into the kernel eventfd it stands for, with its exact
+ * counter, while other threads use it: from then on fd is a plain kernel
+ * eventfd (for another process, an exec'd program, any library); the
+ * instances that watch it keep watching it.  0, or -1 + errno (an instance:
+ * EOPNOTSUPP).  fork() does it to every ueventfd.  See uepoll_demote(3).
+ */
+int uepoll_demote(int fd);
+
 /* eventfd_read(3)/eventfd_write(3) counterparts: 0 on success, -1 + errno.
  * See ueventfd(3). */
 int ueventfd_read(int fd, eventfd_t *value);

@@ -278,6 +278,21 @@ UEPOLL_API int ueventfd_coalesce(int fd, const struct ueventfd_coalesce *set,
 	return (int)api__ret(r);
 }
 
+UEPOLL_API int uepoll_demote(int fd)
+{
+	struct uobj *o = fdtab_get(fd);
+	int r;
+
+	if (!o) /* a kernel object already, if open */
+		return (int)api__ret(sys_fcntl_getfl(fd) < 0 ? -EBADF : 0);
+	if (o->type != UOBJ_EVENTFD)
+		r = -EOPNOTSUPP; /* an instance: not yet (uepoll_demote(3)) */
+	else
+		r = uefd_demote((struct uefd *)o);
+	uobj_put(o);
+	return (int)api__ret(r);
+}
+
 UEPOLL_API int ueventfd_read(int fd, eventfd_t *value)
 {
 	return uepoll_read(fd, value, sizeof(*value)) == sizeof(*value) ? 0 : -1;

@@ -3,28 +3,40 @@
  * eventfd.c - ueventfd.
  *
  * The counter lives in userspace; the fd the user gets is a kernel eventfd
- * (the "mirror") that is only written when someone may be asleep on it.
+ * (the "mirror", made with the ueventfd's own EFD_SEMAPHORE) whose value
+ * only stands for the counter's class: 0 when the counter is 0, the
+ * maximum (0xfffffffffffffffe) when it is full, something in between
+ * otherwise.  So poll(), select(), a kernel epoll or any event loop see
+ * exactly the readiness the kernel's eventfd would have (readable iff the
+ * counter is non-zero, writable iff a write of 1 would not block), while
+ * the system calls are made only when the class changes.
  *
- * MIRROR protocol.  Invariant for external pollers: if count > 0 then the
- * kernel fd is readable, or a uefd_read() caller is about to re-check count.
- *  - A writer, after adding to count, arms the mirror: if `mirror` was 0 it
- *    sets it to 1 and writes 1 to the kernel fd.  With mirror already 1 a
- *    write makes no system call at all.
- *  - A reader that finds count == 0 stores mirror = 0 and re-checks count
- *    before it sleeps in read(2) on the kernel fd (which also drains a stale
- *    signal).  seq_cst on both sides (Dekker): either the writer sees
- *    mirror == 0 and signals, or the reader's re-check sees the new count.
- *  - A reader that consumed the kernel fd's signal stores mirror = 0 again,
- *    and any reader that leaves count > 0 re-arms, so the invariant holds
- *    for the next reader and for poll()/select()/kernel epoll on the fd.
- *  - A non-blocking read that finds the counter empty right after a
- *    successful read answers EAGAIN without touching the mirror; the next
- *    empty read clears it.  The usual drain loop ("read until EAGAIN")
- *    thus costs no system call, while an outer event loop that polls the
- *    fd and reads gets at most one spurious readiness after the counter
- *    empties.
- * The kernel fd may therefore stay readable after the counter was emptied,
- * until the second read in a row that finds it empty.
+ * MIRROR protocol (models/mirror.pml).  `kunits` counts the units the
+ * library put in the kernel fd and has not taken back: it is raised (CAS)
+ * before the write(2) that adds them and lowered after the read(2) that
+ * took them, so it is never below the kernel's value K and equals it when
+ * no such call is in flight.  Whoever changes the counter then calls
+ * uefd__sync, which loops: load count, load kunits (seq_cst both); done if
+ * their classes agree; else one step:
+ *  - too few units: CAS kunits up to 1 (or to the maximum when the counter
+ *    is full) and write the difference;
+ *  - too many: take the kernel's value with a read that never sleeps
+ *    (RWF_NOWAIT) and subtract what it took; if it finds K == 0, the units
+ *    are in flight: whoever raised kunits, or the sleeper that took them,
+ *    syncs after its own call (which is ordered after this read by the
+ *    kernel's lock on the eventfd), so this one may stop.
+ * A reader with nothing to take sleeps in read(2) on the kernel fd, which
+ * takes the units a writer's sync wrote; it subtracts them and loops (takes
+ * the counter, syncs: a semaphore read that leaves the counter non-zero
+ * writes a unit back).  The invariant at every moment no call is in
+ * flight: kunits == K, and K's class is the counter's.  Costs: a write
+ * that makes the counter non-zero, and a read that empties it, make one
+ * system call each, as the kernel's do; any other write or read none.  A
+ * non-blocking read that finds the counter empty right after a successful
+ * one answers EAGAIN without a system call (the drain loop's last read).
+ * A semaphore counter taken off its maximum leaves K at the maximum less
+ * one; from there it would take 2^64-3 reads to empty it, so the mirror
+ * never has to be drained from a large semaphore value.
  *
  * COALESCE (ueventfd_coalesce, non-semaphore only).  A write with a delay
  * set, whose new counter value is below the count threshold, does all of a
@@ -62,8 +74,22 @@
  * with a change of setting, which do not look at `held`) stays held and is
  * shown by the next run.
  *
- * LOCKING: count, held, mirror, wseq, wwaiters, co_*, owed.bits are atomics
- * (no lock).  wq.lock protects the list of watching items (its place in
+ * DEMOTE (uefd_demote): the ueventfd becomes the plain kernel eventfd it
+ * stands for, with its exact counter, while other threads use it.  The
+ * watchers become kernel registrations of the fd in their instances
+ * (port_demote_source), then one exchange takes the counter and leaves
+ * UEFD_GONE in it: a read, write or sync that finds UEFD_GONE waits until
+ * the demotion is over and passes the call to the kernel fd.  The demotion
+ * waits until no sync is in flight (a sync raises `syncing` and re-checks
+ * the counter before its system call: Dekker against the exchange) and no
+ * reader is asleep in read(2) on kfd (it wakes them with units of its own:
+ * a sleeper raises `nsleep` before it looks at the counter), so that K ==
+ * kunits; then it sets K to the counter with a write, or a read and a write,
+ * and publishes UEFD_DEMOTED.  A sleeper that wakes after the exchange took
+ * units written before the counter was carried over, never part of it.
+ *
+ * LOCKING: count, held, kunits, syncing, nsleep, demote, wseq, wwaiters,
+ * co_*, owed.bits are atomics (no lock).  wq.lock protects the list of watching items (its place in
  * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce calls and, at the release, the close
  * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
  * other lock held.  A read or write that a signal handler makes while its
@@ -214,7 +240,7 @@ int uefd_create(unsigned int initval, int flags)
 	if (!o)
 		return -ENOMEM;
 	e = (struct uefd *)o;
-	fd = sys_eventfd(initval ? 1 : 0, flags & (EFD_NONBLOCK | EFD_CLOEXEC));
+	fd = sys_eventfd(initval ? 1 : 0, flags);
 	if (fd < 0) {
 		uobj_free(o);
 		return fd;
@@ -226,7 +252,7 @@ int uefd_create(unsigned int initval, int flags)
 	}
 	uefd__probe_long_write(o->kfd);
 	atomic_init(&e->count, initval);
-	atomic_init(&e->mirror, initval ? 1 : 0);
+	atomic_init(&e->kunits, initval ? 1 : 0);
 	e->semaphore = flags & EFD_SEMAPHORE;
 	atomic_init(&e->nonblock, (flags & EFD_NONBLOCK) != 0);
 	atomic_init(&e->wseq, 0);
@@ -261,6 +287,10 @@ uint32_t uefd_poll(struct uefd *e)
 	uint64_t c = atomic_load(&e->count);
 	uint32_t m = 0;
 
+	if (c == UEFD_GONE) /* DEMOTE: the kernel fd is the counter */
+		return (uint32_t)sys_poll_now(e->obj.kfd, POLLIN | POLLOUT) &
+		       (EPOLLIN | EPOLLOUT);
+
 	if (c > 0)
 		m |= EPOLLIN;
 	/* Room counts held writes too: they are the counter's, not yet
@@ -271,10 +301,55 @@ uint32_t uefd_poll(struct uefd *e)
 	return m;
 }
 
-static void uefd__arm(struct uefd *e)
+/* The class of a counter or of the kernel fd's value: 0, some, full. */
+static int uefd__class(uint64_t v)
 {
-	if (atomic_load(&e->mirror) == 0 && atomic_exchange(&e->mirror, 1) == 0)
-		sys_eventfd_signal(e->obj.kfd);
+	return v == 0 ? 0 : v >= UEFD_MAX ? 2 : 1;
+}
+
+/* One step of MIRROR towards the counter's class `want` from kunits k: 0
+ * to go on, -EAGAIN when units are in flight (stop).  Inside the gate. */
+static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
+{
+	uint64_t to, v;
+
+	if (want > uefd__class(k)) {
+		to = want == 2 ? UEFD_MAX : 1;
+		/* seq_cst: raised before the write (kunits >= K). */
+		if (atomic_compare_exchange_strong(&e->kunits, &k, to))
+			sys_eventfd_add(e->obj.kfd, to - k);
+		return 0;
+	}
+	if (sys_eventfd_take(e->obj.kfd, &v) < 0)
+		return -EAGAIN;
+	/* Lowered after the read (kunits >= K). */
+	atomic_fetch_sub(&e->kunits, v);
+	return 0;
+}
+
+/* MIRROR: bring the kernel fd's class to the counter's.  Lock-free and
+ * async-signal-safe; no system call when they agree. */
+static void uefd__sync(struct uefd *e)
+{
+	for (;;) {
+		/* seq_cst: pairs with the counter's CAS in every writer and
+		 * reader, and with kunits' updates (MIRROR). */
+		uint64_t c = atomic_load(&e->count);
+		uint64_t k = atomic_load(&e->kunits);
+		int r;
+
+		if (c == UEFD_GONE || uefd__class(c) == uefd__class(k))
+			return;
+		/* DEMOTE's gate: raised, then the counter looked at again
+		 * (seq_cst, Dekker against the demotion's exchange). */
+		atomic_fetch_add(&e->syncing, 1);
+		c = atomic_load(&e->count);
+		r = c == UEFD_GONE ? -EAGAIN
+				   : uefd__sync_step(e, uefd__class(c), k);
+		atomic_fetch_sub(&e->syncing, 1);
+		if (r < 0)
+			return;
+	}
 }
 
 static void uefd__show(struct uefd *e);
@@ -286,10 +361,8 @@ static void uefd__deliver(struct uefd *e)
 	uefd__show(e);
 	if (atomic_load(&e->wq.n))
 		wq_kick(&e->wq);
-	/* seq_cst, pairs with the writers' CAS on count (MIRROR).  kfd is
-	 * ours whatever became of the public number. */
-	if (atomic_load(&e->count) > 0)
-		uefd__arm(e);
+	/* kfd is ours whatever became of the public number. */
+	uefd__sync(e);
 }
 
 /* Deliver now what the timer would have: the deferred wakeups if a run was
@@ -334,6 +407,7 @@ static void uefd__unwait(void *arg)
  */
 static int uefd__wait_room(struct uefd *e, uint64_t v)
 {
+	uint64_t c;
 	uint32_t seq;
 	int r, fl;
 
@@ -347,7 +421,10 @@ static int uefd__wait_room(struct uefd *e, uint64_t v)
 	/* seq_cst: pairs with the reader's CAS on count then load of wwaiters. */
 	seq = atomic_load(&e->wseq);
 	r = 0;
-	if (uefd__room(atomic_load(&e->count), atomic_load(&e->held)) < v)
+	c = atomic_load(&e->count);
+	/* UEFD_GONE: the caller passes the write to the kernel fd (DEMOTE:
+	 * the demotion may have bumped wseq before the load above). */
+	if (c != UEFD_GONE && uefd__room(c, atomic_load(&e->held)) < v)
 		r = sys_futex_sleep(&e->wseq, seq);
 	pthread_cleanup_pop(1);
 	return r == -EINTR ? r : 0;
@@ -368,6 +445,13 @@ static void uefd__show(struct uefd *e)
 	if (!h)
 		return;
 	c = atomic_load(&e->count);
+	if (c == UEFD_GONE) {
+		/* A held write that raced with a demotion: the kernel fd has
+		 * the counter now (DEMOTE). */
+		uefd_demote_wait(e);
+		(void)sys_write(e->obj.kfd, &h, sizeof(h));
+		return;
+	}
 	do
 		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
 	while (!atomic_compare_exchange_weak(&e->count, &c, c + take));
@@ -458,6 +542,11 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		 * what does not fit. */
 		uint64_t c = hw ? atomic_load(&e->count) : cur;
 
+		if (unlikely(c == UEFD_GONE)) {
+			/* DEMOTE: the kernel fd has the counter. */
+			uefd_demote_wait(e);
+			return sys_write(e->obj.kfd, buf, n);
+		}
 		if (uefd__room(c, hw ? cur : 0) < v) {
 			r = uefd__wait_room(e, v);
 			if (r < 0)
@@ -470,8 +559,8 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	}
 	if (unlikely(lock_held_here())) {
 		/* A signal handler inside one of our locks: SIGNALS. */
-		if (!hw && cur + v > 0)
-			uefd__arm(e);
+		if (!hw)
+			uefd__sync(e);
 		lock_owe(&e->owed, hw ? UEFD_OWE_HELD : UEFD_OWE_IN,
 			 uefd__owed_hold);
 		return sizeof(v);
@@ -504,12 +593,11 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 	 * edge-triggered watcher sees one event per write. */
 	if (atomic_load(&e->wq.narmed))
 		held = wq_wake(&e->wq, EPOLLIN, hold != 0);
-	if (now_count > 0) {
-		if (!hold)
-			uefd__arm(e);
-		else if (atomic_load(&e->mirror) == 0)
-			held = true; /* seq_cst, as in uefd__arm */
-	}
+	if (!hold)
+		uefd__sync(e);
+	else if (uefd__class(atomic_load(&e->kunits)) !=
+		 uefd__class(now_count))
+		held = true; /* the timer's delivery syncs (MIRROR) */
 	/* COALESCE: a sleeper is owed a wakeup; the timer delivers it, or we
 	 * do now if it cannot be armed. */
 	if (held && timer_arm(&e->co_timer, (uint64_t)hold * 1000u) < 0)
@@ -527,21 +615,45 @@ static void uefd__was_read(struct uefd *e, bool emptied)
 		wq_unready(&e->wq);
 }
 
+static void uefd__unsleep(void *arg)
+{
+	atomic_fetch_sub(&((struct uefd *)arg)->nsleep, 1);
+}
+
+/* Asleep in read(2) on kfd until a writer's sync puts units in it (MIRROR;
+ * counted for DEMOTE).  A cancellation point that leaves nothing behind. */
+static ssize_t uefd__sleep(struct uefd *e)
+{
+	uint64_t units;
+	ssize_t r;
+
+	pthread_cleanup_push(uefd__unsleep, e);
+	r = sys_read_sleep(e->obj.kfd, &units, sizeof(units));
+	if (r == sizeof(units))
+		atomic_fetch_sub(&e->kunits, units); /* after the read: MIRROR */
+	pthread_cleanup_pop(1);
+	return r;
+}
+
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 {
-	uint64_t c, take, sig;
+	uint64_t c, take;
 	ssize_t r;
 
 	if (n < sizeof(c))
 		return -EINVAL;
 	c = atomic_load(&e->count);
 	for (;;) {
+		if (unlikely(c == UEFD_GONE)) {
+			/* DEMOTE: the kernel fd has the counter. */
+			uefd_demote_wait(e);
+			return sys_read_sleep(e->obj.kfd, buf, n);
+		}
 		if (c > 0) {
 			take = e->semaphore ? 1 : c;
 			if (!atomic_compare_exchange_weak(&e->count, &c, c - take))
 				continue;
-			if (c - take > 0)
-				uefd__arm(e);
+			uefd__sync(e);
 			if (atomic_load_explicit(&e->empty_reads,
 						 memory_order_relaxed))
 				atomic_store_explicit(&e->empty_reads, 0,
@@ -570,21 +682,22 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		    atomic_fetch_add_explicit(&e->empty_reads, 1,
 					      memory_order_relaxed) == 0)
 			return -EAGAIN;
-		atomic_store(&e->mirror, 0);
+		/* seq_cst: raised before the counter is looked at again
+		 * (Dekker against DEMOTE's exchange then load of nsleep). */
+		atomic_fetch_add(&e->nsleep, 1);
 		c = atomic_load(&e->count);
-		if (c > 0)
+		if (c > 0 || c == UEFD_GONE) {
+			atomic_fetch_sub(&e->nsleep, 1);
 			continue;
-		/* Sleeps here when the fd is blocking, until a writer arms (a
-		 * cancellation point, as read(2); nothing to undo). */
-		r = sys_read_sleep(e->obj.kfd, &sig, sizeof(sig));
+		}
+		/* Sleeps here when the fd is blocking, until a writer's sync
+		 * puts units in the kernel fd; on a non-blocking fd its EAGAIN
+		 * is the answer, and tells that O_NONBLOCK is still set. */
+		r = uefd__sleep(e);
 		atomic_store_explicit(&e->nonblock, r == -EAGAIN,
 				      memory_order_relaxed);
-		if (r == -EAGAIN)
-			return r;
 		if (r < 0)
 			return r;
-		/* We consumed the kernel fd's signal: it is clear again. */
-		atomic_store(&e->mirror, 0);
 		c = atomic_load(&e->count);
 	}
 }
@@ -701,6 +814,88 @@ static int uefd__fork_child(struct uobj *o)
 	    atomic_load(&e->held))
 		uefd__deliver(e);
 	return 0;
+}
+
+bool uefd_demoting(struct uefd *e)
+{
+	return atomic_load_explicit(&e->demote, memory_order_relaxed) !=
+	       UEFD_LIVE;
+}
+
+void uefd_demote_wait(struct uefd *e)
+{
+	int s;
+
+	/* acquire: pairs with the demotion's release of UEFD_DEMOTED (the
+	 * kernel fd holds the counter from then on). */
+	while ((s = atomic_load_explicit(&e->demote, memory_order_acquire)) !=
+	       UEFD_DEMOTED)
+		sys_futex_wait(&e->demote, s);
+}
+
+/* Set the kernel fd's value from k (== K: no call in flight) to c. */
+static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
+{
+	uint64_t v;
+
+	if (k > c) {
+		/* Non-semaphore: one read takes it all.  Semaphore: k > c only
+		 * after the counter left its maximum (MIRROR), by as many
+		 * reads as it has had since. */
+		while (k > c && sys_eventfd_take(e->obj.kfd, &v) == sizeof(v))
+			k -= v;
+	}
+	if (c > k)
+		sys_eventfd_add(e->obj.kfd, c - k);
+}
+
+int uefd_demote(struct uefd *e)
+{
+	int s = UEFD_LIVE, r;
+	uint64_t c, h, k;
+
+	if (!atomic_compare_exchange_strong(&e->demote, &s, UEFD_DEMOTING)) {
+		uefd_demote_wait(e);
+		return 0;
+	}
+	/* No new watcher, no more held writes or wakeups: what was held is
+	 * shown, and the timer has finished with it. */
+	lock_take(&e->wq.lock);
+	e->wq.dead = true;
+	atomic_store_explicit(&e->co_delay_us, 0, memory_order_relaxed);
+	lock_drop(&e->wq.lock);
+	uefd__flush(e);
+	timer_wait_idle(&e->co_timer);
+	/* The watchers watch the kernel fd, whose class is the counter's. */
+	r = port_demote_source(&e->wq, e->obj.fd);
+	/* The counter, and what a racing held write left (count + held never
+	 * exceeds UEFD_MAX). */
+	c = atomic_exchange(&e->count, UEFD_GONE);
+	h = atomic_exchange(&e->held, 0);
+	c += h <= UEFD_MAX - c ? h : UEFD_MAX - c;
+	/* seq_cst loads after the exchange: Dekker with sync's and a
+	 * sleeper's raise then look (DEMOTE). */
+	while (atomic_load(&e->syncing))
+		sys_yield();
+	while (atomic_load(&e->nsleep)) {
+		if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
+			atomic_fetch_add(&e->kunits, 1);
+			sys_eventfd_signal(e->obj.kfd);
+		}
+		sys_yield();
+	}
+	k = atomic_load(&e->kunits);
+	uefd__carry(e, k, c);
+	atomic_store_explicit(&e->kunits, c, memory_order_relaxed);
+	atomic_store_explicit(&e->demote, UEFD_DEMOTED, memory_order_release);
+	sys_futex_wake_all(&e->demote);
+	/* Writers asleep on a full counter look again, and find UEFD_GONE. */
+	atomic_fetch_add(&e->wseq, 1);
+	sys_futex_wake(&e->wseq, INT_MAX);
+	/* From now on uepoll's calls on the number go to the kernel. */
+	if (fdtab_clear(e->obj.fd, &e->obj))
+		uobj_put(&e->obj);
+	return r;
 }
 
 static ssize_t uefd__read_op(struct uobj *o, void *buf, size_t n)

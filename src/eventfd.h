@@ -19,14 +19,26 @@
  * know its mode. */
 #define UEFD_HOLD_BIT (1u << 31)
 
+/* DEMOTE (eventfd.c): the counter's value once it has been carried over to
+ * the kernel fd (a counter never holds it: its maximum is UEFD_MAX). */
+#define UEFD_GONE UINT64_MAX
+enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
+
 struct uefd {
 	struct uobj obj;
 	/* The counter.  Every update is a seq_cst CAS: it pairs with the
 	 * seq_cst loads of wq.n (signal side) and of `mirror` (reader side). */
 	_Atomic uint64_t count;
-	/* 1 when the kernel fd has been signalled since a reader last found
-	 * it clear (see the MIRROR protocol in eventfd.c). */
-	_Atomic int mirror;
+	/* Units the library put in the kernel fd and has not taken back,
+	 * those being written included (MIRROR in eventfd.c): never below the
+	 * kernel fd's value, equal to it when no system call is in flight. */
+	_Atomic uint64_t kunits;
+	/* MIRROR calls on kfd in progress, and threads asleep in read(2) on
+	 * kfd: a demotion waits for both (DEMOTE in eventfd.c). */
+	_Atomic int syncing;
+	_Atomic int nsleep;
+	/* UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED (futex word: DEMOTE). */
+	_Atomic int demote;
 	/* Reads in a row that found the counter empty (see uefd_read). */
 	_Atomic uint32_t empty_reads;
 	bool semaphore;
@@ -58,6 +70,15 @@ int uefd_create(unsigned int initval, int flags);
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n);
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n);
 uint32_t uefd_poll(struct uefd *e);
+/* DEMOTE: make e's fd a plain kernel eventfd holding its exact counter
+ * (the instances that watch it watch that fd in their kernel epoll), and
+ * unpublish e.  Safe while other threads use e.  0, or the first error of
+ * a watcher that could not be carried (the demotion is done anyway). */
+int uefd_demote(struct uefd *e);
+/* Has a demotion begun? (relaxed) */
+bool uefd_demoting(struct uefd *e);
+/* Wait until a demotion that has begun is over. */
+void uefd_demote_wait(struct uefd *e);
 /* ueventfd_coalesce(): set may be NULL (read only), old may be NULL. */
 int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 		  struct ueventfd_coalesce *old);

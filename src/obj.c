@@ -182,11 +182,58 @@ void uobj_close(struct uobj *o)
 	     (l) != &obj__live && ((o) = container_of((l), struct uobj, live)); \
 	     (l) = (l)->next)
 
+/*
+ * A forked child shares every fd with its parent, and a kernel eventfd's
+ * counter with it: so before the fork every published ueventfd is demoted
+ * (DEMOTE in eventfd.c) and both processes then use the same kernel
+ * eventfd.  Those made after the fork are accelerated again, in each.  The
+ * objects are collected under obj__lock, with a reference each, and
+ * demoted outside it (a demotion takes instances' locks).
+ */
+static void obj__demote_all(void)
+{
+	struct uobj **v = NULL, *o;
+	size_t n = 0, cap = 0;
+	struct list *l;
+
+	for (;;) {
+		lock_take(&obj__lock);
+		n = 0;
+		obj__each(o, l) {
+			if (o->type != UOBJ_EVENTFD || fdtab_peek(o->fd) != o ||
+			    uefd_demoting((struct uefd *)o))
+				continue;
+			if (n < cap && uobj_tryget(o))
+				v[n] = o;
+			else if (n < cap)
+				continue;
+			n++;
+		}
+		lock_drop(&obj__lock);
+		if (n <= cap)
+			break;
+		/* Too many for the room: give the references back, grow. */
+		for (size_t i = 0; i < cap; i++)
+			uobj_put(v[i]);
+		free(v);
+		cap = n + n / 2 + 8;
+		v = malloc(cap * sizeof(*v));
+		if (!v)
+			return; /* they stay as they are: docs/design.md FORK */
+	}
+	for (size_t i = 0; i < n; i++) {
+		(void)uefd_demote((struct uefd *)v[i]);
+		uobj_put(v[i]);
+	}
+	free(v);
+}
+
 /* The gate (lock.c) keeps every other thread out of the library's locks;
  * the timer's lock, which its thread takes outside the gate, is taken
  * after. */
 static void obj__prepare(void)
 {
+	obj__demote_all();
 	lock_fork_prepare();
 	timer_fork_prepare();
 }

@@ -313,6 +313,25 @@ static bool port__user_flags_ok(int op, uint32_t events)
 }
 
 static int port__ctl_user(struct port *p, int op, struct uefd *src,
+			  struct epoll_event *ev);
+static int port__ctl_kernel(struct port *p, int op, int fd,
+			    struct epoll_event *ev);
+
+/* A ueventfd's ctl; one that finds it being demoted (its item gone, or no
+ * ADD allowed) waits for the end and goes to the kernel fd (DEMOTE). */
+static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
+			  struct epoll_event *ev)
+{
+	int r = port__ctl_user(p, op, src, ev);
+
+	if ((r == -ENOENT || r == -EBADF) && uefd_demoting(src)) {
+		uefd_demote_wait(src);
+		r = port__ctl_kernel(p, op, fd, ev);
+	}
+	return r;
+}
+
+static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			  struct epoll_event *ev)
 {
 	uint32_t events;
@@ -374,7 +393,7 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	if (!src)
 		return port__ctl_kernel(p, op, fd, ev);
 	if (src->type == UOBJ_EVENTFD)
-		r = port__ctl_user(p, op, (struct uefd *)src, ev);
+		r = port__ctl_uefd(p, op, fd, (struct uefd *)src, ev);
 	else if (!(r = port__rr_refused(op, fd, ev)))
 		r = krec_ctl_nest(p, op, fd, (struct port *)src, ev);
 	uobj_put(src);
@@ -419,6 +438,61 @@ void port_drop_source(struct wq *q)
 			port_revalidate(p);
 		}
 		lock_drop(&p->mtx);
+		uobj_put(&p->obj);
+	}
+}
+
+/*
+ * DEMOTE (eventfd.c): every item of the source (its wq marked dead) becomes
+ * a registration of its kernel fd in the item's instance, with the item's
+ * mask (a disarmed EPOLLONESHOT one keeps only the flags, as the kernel's
+ * does) and data.  The item goes first, then the kernel ADD polls the fd,
+ * whose class is the counter's (MIRROR): a readiness of the moment between
+ * the two is reported by the ADD.  An edge-triggered registration whose
+ * event was already reported may report it once more.
+ */
+int port_demote_source(struct wq *q, int fd)
+{
+	struct epoll_event ev;
+	struct item *it;
+	struct port *p;
+	int r, err = 0;
+
+	for (;;) {
+		lock_take(&q->lock);
+		if (list_empty(&q->head)) {
+			lock_drop(&q->lock);
+			return err;
+		}
+		it = container_of(q->head.next, struct item, wqlink);
+		p = it->port;
+		if (!uobj_tryget(&p->obj)) {
+			lock_drop(&q->lock); /* being released: see above */
+			sys_yield();
+			continue;
+		}
+		lock_drop(&q->lock);
+
+		lock_take(&p->mtx);
+		lock_take(&q->lock);
+		it = wq_find(q, p);
+		if (it) {
+			ev.events = atomic_load_explicit(&it->events,
+							 memory_order_relaxed);
+			ev.data.u64 = it->data;
+			wq_unlink(q, it);
+		}
+		lock_drop(&q->lock);
+		if (it) {
+			port__free_item(p, it);
+			port_revalidate(p);
+		}
+		lock_drop(&p->mtx);
+		if (it) {
+			r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
+			if (r < 0 && !err)
+				err = r;
+		}
 		uobj_put(&p->obj);
 	}
 }

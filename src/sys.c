@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -254,14 +255,38 @@ int sys_dup_private(int fd)
 
 void sys_eventfd_signal(int fd)
 {
-	uint64_t one = 1;
+	sys_eventfd_add(fd, 1);
+}
+
+void sys_eventfd_add(int fd, uint64_t v)
+{
 	long r;
 
-	/* EAGAIN would need 2^64-2 signals without a read; EINTR cannot happen
-	 * on a non-blocking eventfd. */
+	/* The callers never let the counter reach its maximum: no EAGAIN, and
+	 * no sleep on a blocking fd (so no EINTR either, but retry anyway). */
 	do
-		r = sys__libc.syscall(SYS_write, fd, &one, sizeof(one));
+		r = sys__libc.syscall(SYS_write, fd, &v, sizeof(v));
 	while (r < 0 && errno == EINTR);
+}
+
+/* preadv2(2) with RWF_NOWAIT: the kernel's eventfd read that never sleeps,
+ * whatever the file's O_NONBLOCK (which the public number shares). */
+int sys_eventfd_take(int fd, uint64_t *v)
+{
+	struct iovec iov = { .iov_base = v, .iov_len = sizeof(*v) };
+	long r;
+
+	r = sys__libc.syscall(SYS_preadv2, fd, &iov, 1, -1L, 0L, RWF_NOWAIT);
+	if (r < 0 && errno == EOPNOTSUPP) {
+		/* A kernel without RWF_NOWAIT for eventfds (before 5.12?):
+		 * look first (a thread blocked in uepoll_read may take the
+		 * value between the look and the read on a blocking fd:
+		 * docs/design.md, MIRROR). */
+		if (!(sys_poll_now(fd, POLLIN) & POLLIN))
+			return -EAGAIN;
+		r = sys__libc.syscall(SYS_read, fd, v, sizeof(*v));
+	}
+	return r < 0 ? -errno : (int)r;
 }
 
 int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val)

@@ -41,6 +41,11 @@ int sys_fcntl_getfl(int fd);
 int sys_dup_private(int fd);
 /* Wake an eventfd: add 1 to its counter. */
 void sys_eventfd_signal(int fd);
+/* Add v to an eventfd's counter (the caller knows it fits). */
+void sys_eventfd_add(int fd, uint64_t v);
+/* Take an eventfd's value (all of it, or 1 in semaphore mode) into *v
+ * without ever sleeping: 8, or -EAGAIN when it is 0. */
+int sys_eventfd_take(int fd, uint64_t *v);
 /* FUTEX_WAIT (private) until woken, a signal (-EINTR) or val changed
  * (-EAGAIN); a cancellation point. */
 int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val);

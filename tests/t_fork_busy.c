@@ -19,11 +19,14 @@
  *    the value, closes both;
  *  - every 4th child instead uses objects it inherited that are still open
  *    in the parent (an instance and a ueventfd created before the busy
- *    threads started, never touched by them): it writes the ueventfd and
- *    waits on the instance, and gets the event and the value;
- *  - afterwards the parent's objects are unaffected by what the children
- *    did (a ueventfd's counter is per process) and still work, the busy
- *    threads end, and no fd is leaked.
+ *    threads started, never touched by them): it writes 1 to the ueventfd,
+ *    waits on the instance and reads.  The counter is shared by every
+ *    process, as a kernel eventfd's is (the fork demoted it), so a sibling
+ *    may take the value first: the child reports what it took in its exit
+ *    status, and the values balance: what the children took plus what the
+ *    parent finds is what they wrote;
+ *  - afterwards the parent's objects still work, the busy threads end, and
+ *    no fd is leaked.
  */
 #include "testlib.h"
 
@@ -192,22 +195,33 @@ static void child_fresh(void)
 	_exit(0);
 }
 
-/* A child with the inherited objects (open, and idle, in the parent). */
+/* A child with the inherited objects (open, and idle, in the parent):
+ * exits INH_TOOK + what it read (0 if a sibling took it first). */
+#define INH_TOOK 100
 static void child_inherited(void)
 {
 	struct epoll_event out[4];
 	uint64_t v = 0;
+	int n;
 
 	if (ueventfd_write(inh_efd, 1) != 0)
 		_exit(12);
-	if (uepoll_wait(inh_ep, out, 4, 1000) != 1)
+	n = uepoll_wait(inh_ep, out, 4, 0);
+	if (n < 0 || n > 1)
 		_exit(13);
-	if (out[0].data.u64 != INHERITED_DATA)
+	if (n == 1 && out[0].data.u64 != INHERITED_DATA)
 		_exit(14);
-	if (ueventfd_read(inh_efd, &v) != 0 || v != 1)
-		_exit(15);
-	_exit(0);
+	if (ueventfd_read(inh_efd, &v) != 0) {
+		if (errno != EAGAIN)
+			_exit(15);
+		v = 0;
+	}
+	if (v > IN_FLIGHT * 4)
+		_exit(16);
+	_exit(INH_TOOK + (int)v);
 }
+
+static unsigned long inh_taken;
 
 /* ---- the fork loop ----------------------------------------------------------- */
 
@@ -222,14 +236,17 @@ static int fail_codes[256];
 
 static void reaped(struct kid *k, int st)
 {
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !k->inherited)
 		return;
+	if (WIFEXITED(st) && WEXITSTATUS(st) >= INH_TOOK && k->inherited) {
+		inh_taken += (unsigned long)(WEXITSTATUS(st) - INH_TOOK);
+		return;
+	}
 	nfailed++;
 	if (WIFEXITED(st))
 		fail_codes[WEXITSTATUS(st)]++;
 	else
 		fail_codes[128 + (WTERMSIG(st) & 127)]++;
-	(void)k;
 }
 
 /* Reap what has ended; kill what has run too long.  Returns how many are
@@ -377,6 +394,13 @@ int main(void)
 	CHECK_EQ(nfailed, 0);
 
 	/* The parent's copies: untouched by the children, still working. */
+	/* Every inherited child wrote 1: what they took, and what is left
+	 * (a hung child killed between its write and its read: not counted). */
+	v = 0;
+	if (ueventfd_read(inh_efd, &v) != 0)
+		v = 0;
+	if (!nhung_inh)
+		CHECK_EQ(inh_taken + v, (unsigned long)ninherited);
 	CHECK_EQ(uepoll_wait(inh_ep, out, 4, 0), 0);
 	CHECK_ERR(ueventfd_read(inh_efd, &v), EAGAIN);
 	CHECK_EQ(ueventfd_write(inh_efd, 2), 0);

@@ -1,8 +1,8 @@
 /*
  * t_fork_fifo: fork() while other threads of the parent wait in an instance.
  *
- * After fork() the child has its own copy of every instance and ueventfd
- * (uepoll.h) and none of the parent's other threads: whatever those threads
+ * After fork() the child has its own copy of every instance (uepoll.h) and
+ * none of the parent's other threads: whatever those threads
  * were doing in an instance at the time (leading or following in a
  * UEPOLL_WAKE_FIFO line, sleeping, dozing in a batching wait, counted as a
  * sleeper for EPOLLEXCLUSIVE), the child's copy must behave as an instance
@@ -286,6 +286,13 @@ static void child_plain_own_waiter(const struct objs *o)
 }
 #endif
 
+static int add(int ep, int fd, uint32_t events, uint64_t data)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = data };
+
+	return uepoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
 /* Fork, run fn in the child, wait for it (bounded), check its status. */
 static void fork_case(const char *name, void (*fn)(const struct objs *),
 		      const struct objs *o, int bound_ms)
@@ -299,8 +306,18 @@ static void fork_case(const char *name, void (*fn)(const struct objs *),
 	pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
+		/* The fork demoted the parent's ueventfd (a kernel eventfd
+		 * now, shared with the parent's waiters): the child watches a
+		 * fresh one of its own, registered as that one was. */
+		struct objs c = *o;
+		uint32_t ex = o->ep2 >= 0 ? EPOLLEXCLUSIVE : 0;
+
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		fn(o);
+		c.efd = ueventfd(0, EFD_NONBLOCK);
+		if (c.efd < 0 || add(c.ep, c.efd, EPOLLIN | ex, 1) != 0 ||
+		    (c.ep2 >= 0 && add(c.ep2, c.efd, EPOLLIN | ex, 2) != 0))
+			child_fail(3, "child: fresh ueventfd: errno %d\n", errno);
+		fn(&c);
 		_exit(98);
 	}
 	while ((w = waitpid(pid, &st, WNOHANG)) == 0 && t_now_ns() < end)
@@ -323,13 +340,6 @@ static void fork_case(const char *name, void (*fn)(const struct objs *),
 }
 
 /* ---- cases ------------------------------------------------------------------ */
-
-static int add(int ep, int fd, uint32_t events, uint64_t data)
-{
-	struct epoll_event ev = { .events = events, .data.u64 = data };
-
-	return uepoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-}
 
 /* nwait threads of the parent wait in an instance created with uflags
  * (and batch, if not NULL); children run each fn in turn. */
