@@ -54,6 +54,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <urcu/system.h>
 
 #include "lock.h"
 #include "readyq.h"
@@ -159,6 +160,23 @@ static bool rq__claim(struct item *it)
 		memory_order_acquire);
 }
 
+/* FORK: free the items retired while queued (DEAD) that a walk of one of
+ * the queue's chains reaches.  A link a producer of the parent had not
+ * stored yet ends the walk: what lies beyond it leaks, in the child only. */
+static void rq__fork_free_dead(struct __cds_wfcq_head *h)
+{
+	struct cds_wfcq_node *n = CMM_LOAD_SHARED(h->node.next), *next;
+
+	while (n) {
+		struct item *it = container_of(n, struct item, qnode);
+
+		next = CMM_LOAD_SHARED(n->next);
+		if (atomic_load(&it->state) == ITEM_DEAD)
+			free(it);
+		n = next;
+	}
+}
+
 void rq_fork_child(struct readyq *q, struct list *items)
 {
 	bool queued = false;
@@ -175,6 +193,8 @@ void rq_fork_child(struct readyq *q, struct list *items)
 	    rq__raw_empty(&q->txhead, &q->txtail))
 		return;
 	q->round_left = 0;
+	rq__fork_free_dead(&q->txhead);
+	rq__fork_free_dead(&q->whead);
 	rq__raw_init(&q->txhead, &q->txtail);
 	rq__raw_init(&q->whead, &q->wtail);
 	atomic_store(&q->txbusy, false);
