@@ -170,6 +170,24 @@ void uobj_free(struct uobj *o)
 	lock_drop(&obj__lock);
 }
 
+void uobj_unpublish(int fd, struct uobj *o)
+{
+	if (fdtab_clear(fd, o)) {
+		uobj_close(o);
+		uobj_put(o); /* the table's reference */
+	}
+}
+
+void uobj_forget(int fd)
+{
+	struct uobj *o = fdtab_get(fd);
+
+	if (o) {
+		uobj_unpublish(fd, o);
+		uobj_put(o);
+	}
+}
+
 void uobj_close(struct uobj *o)
 {
 	uobj__ops[o->type]->close(o);
@@ -249,6 +267,7 @@ static void obj__child(void)
 	struct list *l, *next, dead;
 	struct uobj *o;
 
+	sys_fork_child();
 	timer_fork_child();
 	lock_fork_child();
 	/* The child's references: the table's, and what the types report.

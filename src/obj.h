@@ -110,6 +110,14 @@ int uobj_publish(struct uobj *o, int fd);
 bool uobj_tryget(struct uobj *o);
 void uobj_get(struct uobj *o);
 void uobj_put(struct uobj *o);
+/* The number fd was closed or replaced behind uepoll's back (the preload
+ * layer's wrappers, or a check that found the number holds another file):
+ * drop the object recorded there, if any, without touching the number.
+ * Calls in flight on it finish on its private fd. */
+void uobj_forget(int fd);
+/* The same for object o (the caller holds a reference), if fd still leads
+ * to it. */
+void uobj_unpublish(int fd, struct uobj *o);
 /* The object left the fd table: its type's close. */
 void uobj_close(struct uobj *o);
 /* Return the memory to its pool (the end of a release, or of a failed

@@ -390,6 +390,13 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	if (op == UEPOLL_CTL_MIN_WAIT)
 		return batch_set_min_wait(&p->batch, ev->data.u64);
 	src = fdtab_get(fd);
+	if (src && op == EPOLL_CTL_ADD && sys_same_file(fd, src->kfd) == 0) {
+		/* STALE: the number was closed behind our back and now holds
+		 * another file; what it holds is the kernel's. */
+		uobj_unpublish(fd, src);
+		uobj_put(src);
+		src = NULL;
+	}
 	if (!src)
 		return port__ctl_kernel(p, op, fd, ev);
 	if (src->type == UOBJ_EVENTFD)

@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/kcmp.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
@@ -267,6 +268,29 @@ void sys_eventfd_add(int fd, uint64_t v)
 	do
 		r = sys__libc.syscall(SYS_write, fd, &v, sizeof(v));
 	while (r < 0 && errno == EINTR);
+}
+
+/* The process id kcmp needs, asked once per process (a forked child's
+ * atfork handler forgets it: sys_fork_child). */
+static _Atomic long sys__pid;
+
+void sys_fork_child(void)
+{
+	atomic_store_explicit(&sys__pid, 0, memory_order_relaxed);
+}
+
+int sys_same_file(int a, int b)
+{
+	long pid = atomic_load_explicit(&sys__pid, memory_order_relaxed), r;
+
+	if (!pid) {
+		pid = sys__libc.syscall(SYS_getpid);
+		atomic_store_explicit(&sys__pid, pid, memory_order_relaxed);
+	}
+	r = sys__libc.syscall(SYS_kcmp, pid, pid, KCMP_FILE, a, b);
+	if (r < 0)
+		return errno == EBADF ? 0 : -errno;
+	return r == 0;
 }
 
 /* preadv2(2) with RWF_NOWAIT: the kernel's eventfd read that never sleeps,

@@ -80,6 +80,11 @@ int sys_membarrier(int cmd);
 void sys_futex_wait(_Atomic int *addr, int val);
 void sys_futex_wake_all(_Atomic int *addr);
 void sys_yield(void);
+/* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
+ * not open); -ENOSYS or -EPERM where kcmp is not available. */
+int sys_same_file(int a, int b);
+/* In a forked child (obj.c's handler): forget the cached process id. */
+void sys_fork_child(void);
 /* Point the library's kernel calls at libc's own definitions (THE SEAM in
  * sys.c): for a preloaded layer that wraps read, write, close, epoll_*,
  * ppoll or syscall, before any thread uses the library.  0, or -ENOSYS
