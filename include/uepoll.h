@@ -104,8 +104,9 @@ int uepoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
 		  const struct timespec *timeout, const sigset_t *sigmask);
 
 /* eventfd(2): flags from EFD_SEMAPHORE, EFD_NONBLOCK, EFD_CLOEXEC.  The
- * counter lives in the process: only uepoll_read/uepoll_write reach it.
- * Uses two kernel fds; close it with uepoll_close().  See ueventfd(3). */
+ * counter lives in the process: only uepoll_read/uepoll_write reach it;
+ * poll()/select() on the fd see its exact readiness.  Uses two kernel fds;
+ * close it with uepoll_close().  See ueventfd(3). */
 int ueventfd(unsigned int initval, int flags);
 
 /*
