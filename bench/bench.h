@@ -51,8 +51,10 @@ struct bcase;
 int sys_create(const struct sys *s, const struct bcase *c);
 
 /* An event source: an eventfd of the system (ueventfd for uepoll) or a pipe
- * (a kernel fd for both systems).  The read side is nonblocking. */
-enum src_kind { SRC_EFD, SRC_PIPE };
+ * (a kernel fd for both systems).  The read side is nonblocking.
+ * SRC_EFD_NOPOLL: for uepoll a ueventfd made with UEVENTFD_NOPOLL (its fd's
+ * readiness not kept exact for outside pollers); for the kernel an eventfd. */
+enum src_kind { SRC_EFD, SRC_PIPE, SRC_EFD_NOPOLL };
 
 struct src {
 	enum src_kind kind;

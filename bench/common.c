@@ -70,14 +70,18 @@ int sys_create(const struct sys *s, const struct bcase *c)
 
 const char *src_name(enum src_kind kind)
 {
-	return kind == SRC_PIPE ? "pipe" : "efd";
+	return kind == SRC_PIPE ? "pipe" : kind == SRC_EFD ? "efd" : "efd-nopoll";
 }
 
 void src_open(const struct sys *s, enum src_kind kind, struct src *out)
 {
 	out->kind = kind;
-	if (kind == SRC_EFD) {
-		out->rfd = out->wfd = s->efd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (kind != SRC_PIPE) {
+		int fl = EFD_NONBLOCK | EFD_CLOEXEC;
+
+		if (kind == SRC_EFD_NOPOLL && s->id == SYS_UEPOLL)
+			fl |= UEVENTFD_NOPOLL;
+		out->rfd = out->wfd = s->efd(0, fl);
 		if (out->rfd < 0)
 			die("%s: eventfd: %s", s->name, strerror(errno));
 	} else {
@@ -103,7 +107,7 @@ void src_signal(const struct sys *s, const struct src *src)
 	for (;;) {
 		ssize_t r;
 
-		if (src->kind == SRC_EFD) {
+		if (src->kind != SRC_PIPE) {
 			uint64_t one = 1;
 
 			r = s->write(src->wfd, &one, sizeof(one));
@@ -131,7 +135,7 @@ uint64_t src_read_one(const struct sys *s, const struct src *src)
 {
 	ssize_t r;
 
-	if (src->kind == SRC_EFD) {
+	if (src->kind != SRC_PIPE) {
 		uint64_t v;
 
 		r = s->read(src->rfd, &v, sizeof(v));
@@ -154,7 +158,7 @@ uint64_t src_drain(const struct sys *s, const struct src *src)
 {
 	uint64_t total = 0;
 
-	if (src->kind == SRC_EFD)
+	if (src->kind != SRC_PIPE)
 		return src_read_one(s, src);
 	for (;;) {
 		uint32_t buf[64];

@@ -38,6 +38,9 @@ static const struct loop_variant {
 } loop_variants[] = {
 	{ "pipe", SRC_PIPE, 0, SYSM_KU, "" },
 	{ "efd", SRC_EFD, 0, SYSM_KU, "" },
+	/* Nobody polls the ueventfds from outside: no system call to keep
+	 * their fds exact (UEVENTFD_NOPOLL). */
+	{ "efd-nopoll", SRC_EFD_NOPOLL, 0, SYSM(SYS_UEPOLL), "efd" },
 };
 
 static int loop_cases(struct bcase *out, int max)

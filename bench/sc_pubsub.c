@@ -67,6 +67,8 @@ static const struct ps_variant {
 	uint32_t flags; /* struct ueventfd_coalesce.flags */
 } ps_variants[] = {
 	{ "efd", SYSM_KU, 0, 0, 0 },
+	/* UEVENTFD_NOPOLL: bench.h, SRC_EFD_NOPOLL. */
+	{ "efd-nopoll", SYSM(SYS_UEPOLL), 0, 0, 0 },
 	{ "efd-delay1ms", SYSM(SYS_UEPOLL), 1000, 0, 0 },
 	{ "efd-delay5ms", SYSM(SYS_UEPOLL), 5000, 0, 0 },
 	/* The count ends most holds early: a wakeup per 64k writes. */
@@ -85,7 +87,9 @@ static int ps_cases(struct bcase *out, int max)
 	     i++, n++) {
 		snprintf(out[n].variant, sizeof(out[n].variant), "%s",
 			 ps_variants[i].name);
-		out[n].src = SRC_EFD;
+		out[n].src = strcmp(ps_variants[i].name, "efd-nopoll")
+				     ? SRC_EFD
+				     : SRC_EFD_NOPOLL;
 		out[n].flags = (uint32_t)i;
 		out[n].systems = ps_variants[i].systems;
 		snprintf(out[n].pair, sizeof(out[n].pair), "efd");

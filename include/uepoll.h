@@ -108,6 +108,10 @@ int uepoll_pwait2(int epfd, struct epoll_event *events, int maxevents,
  * poll()/select() on the fd see its exact readiness.  Uses two kernel fds;
  * close it with uepoll_close().  See ueventfd(3). */
 int ueventfd(unsigned int initval, int flags);
+/* ueventfd() flag (no kernel counterpart): nothing outside uepoll's calls
+ * polls the fd, so its readiness need not be exact (no system call to
+ * clear it when a read empties the counter).  See ueventfd(3). */
+#define UEVENTFD_NOPOLL 0x10000000
 
 /*
  * read(2), write(2), close(2) that understand uepoll's objects and pass every

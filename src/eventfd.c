@@ -34,6 +34,11 @@
  * system call each, as the kernel's do; any other write or read none.  A
  * non-blocking read that finds the counter empty right after a successful
  * one answers EAGAIN without a system call (the drain loop's last read).
+ * UEVENTFD_NOPOLL (nobody polls the fd from outside uepoll): a sync only
+ * raises kunits from 0 for a non-zero counter, so that a sleeper wakes; it
+ * never drains, so a write or read makes a system call only when a reader
+ * slept: the kernel fd stays readable after the counter was emptied, and a
+ * reader about to sleep first takes the stale unit.
  * A semaphore counter taken off its maximum leaves K at the maximum less
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.
@@ -234,13 +239,14 @@ int uefd_create(unsigned int initval, int flags)
 	struct uefd *e;
 	int fd, r;
 
-	if (flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
+	if (flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC |
+		      UEVENTFD_NOPOLL))
 		return -EINVAL;
 	o = uobj_alloc(UOBJ_EVENTFD);
 	if (!o)
 		return -ENOMEM;
 	e = (struct uefd *)o;
-	fd = sys_eventfd(initval ? 1 : 0, flags);
+	fd = sys_eventfd(initval ? 1 : 0, flags & ~UEVENTFD_NOPOLL);
 	if (fd < 0) {
 		uobj_free(o);
 		return fd;
@@ -255,6 +261,7 @@ int uefd_create(unsigned int initval, int flags)
 	atomic_init(&e->kunits, initval ? 1 : 0);
 	e->semaphore = flags & EFD_SEMAPHORE;
 	atomic_init(&e->nonblock, (flags & EFD_NONBLOCK) != 0);
+	atomic_init(&e->nopoll, (flags & UEVENTFD_NOPOLL) != 0);
 	atomic_init(&e->wseq, 0);
 	atomic_init(&e->wwaiters, 0);
 	atomic_init(&e->empty_reads, 1); /* no successful read yet */
@@ -339,6 +346,12 @@ static void uefd__sync(struct uefd *e)
 		int r;
 
 		if (c == UEFD_GONE || uefd__class(c) == uefd__class(k))
+			return;
+		/* UEVENTFD_NOPOLL: units only for a sleeper (a counter that
+		 * became non-zero with none there); a stale unit is taken by
+		 * the next reader that would sleep. */
+		if (atomic_load_explicit(&e->nopoll, memory_order_relaxed) &&
+		    (c == 0 || k != 0))
 			return;
 		/* DEMOTE's gate: raised, then the counter looked at again
 		 * (seq_cst, Dekker against the demotion's exchange). */
@@ -866,6 +879,9 @@ int uefd_demote(struct uefd *e)
 	lock_drop(&e->wq.lock);
 	uefd__flush(e);
 	timer_wait_idle(&e->co_timer);
+	/* The kernel fd exact from now on (UEVENTFD_NOPOLL ends). */
+	atomic_store(&e->nopoll, false);
+	uefd__sync(e);
 	/* The watchers watch the kernel fd, whose class is the counter's. */
 	r = port_demote_source(&e->wq, e->obj.fd);
 	/* The counter, and what a racing held write left (count + held never

@@ -44,6 +44,8 @@ struct uefd {
 	bool semaphore;
 	/* Last known O_NONBLOCK of the kernel fd. */
 	_Atomic bool nonblock;
+	/* UEVENTFD_NOPOLL: the mirror is only raised for sleepers (MIRROR). */
+	_Atomic bool nopoll;
 	/* Writers blocked on a full counter sleep on wseq. */
 	_Atomic uint32_t wseq;
 	_Atomic int wwaiters;

@@ -13,6 +13,8 @@
  *  (d) semaphore: a write of 1000, then 1000 reads of 1: at most 2 plus a
  *      few (arm, drain at the end).
  * (a), (b) and (d) on blocking and EFD_NONBLOCK ueventfds.
+ * (e) with UEVENTFD_NOPOLL (nobody polls the fd from outside): (a) makes at
+ *     most 2 calls in all (the first write arms, no read drains).
  *
  * The count: this program is linked with tests/libcwrap.c, which defines
  * the libc names the library reaches the kernel through (src/sys.c), and
@@ -190,6 +192,11 @@ int main(void)
 		       "ueventfd %d\n", f, ROUNDS, k, u);
 		CHECK_EQ(k, 2 * ROUNDS); /* the measure itself */
 		CHECK(u <= 2 * ROUNDS);
+
+		u = seq_a(0, fl[i] | UEVENTFD_NOPOLL);
+		printf("(e) %s: UEVENTFD_NOPOLL, %d x {write 1; read}: "
+		       "ueventfd %d\n", f, ROUNDS, u);
+		CHECK(u <= 2);
 
 		k = seq_b(1, fl[i]);
 		u = seq_b(0, fl[i]);
