@@ -251,7 +251,15 @@ static void obj__demote_all(void)
  * after. */
 static void obj__prepare(void)
 {
+	struct list *l;
+	struct uobj *o;
+
 	obj__demote_all();
+	lock_take(&obj__lock);
+	obj__each(o, l)
+		if (uobj__ops[o->type]->fork_prepare)
+			uobj__ops[o->type]->fork_prepare(o);
+	lock_drop(&obj__lock);
 	lock_fork_prepare();
 	timer_fork_prepare();
 }

@@ -82,6 +82,10 @@ struct uobj_ops {
 	 * owns, then uobj_free.  Idempotent up to uobj_free (a forked child
 	 * finishes a release its parent's thread had begun: FORK). */
 	void (*release)(struct uobj *o);
+	/* fork, prepare, before the gate (other threads run): the object's
+	 * kernel fds are about to be shared with another process.  May be
+	 * NULL. */
+	void (*fork_prepare)(struct uobj *o);
 	/* fork, child, all locks free: forget the state of the threads that
 	 * did not come along (waiters, spinners, the FIFO line) and repair
 	 * what they left half-done.  Returns the references the child still

@@ -545,6 +545,20 @@ static void port__close(struct uobj *o)
  * eventfds its followers slept on), and the ready queue is rebuilt from the
  * instance's items, since a producer may have been half-way through linking
  * one, and a batching wait may have held some on its private list. */
+/* The kernel epoll is about to be shared with another process, whose ctl
+ * this one will not see: nkernel ("never below the true number") never
+ * reaches 0 again, in either process, so waits always look at the kernel
+ * epoll (a zero-timeout wait makes its one system call). */
+#define PORT__SHARED_NKERNEL (1 << 24)
+static void port__fork_prepare(struct uobj *o)
+{
+	struct port *p = (struct port *)o;
+
+	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <
+	    PORT__SHARED_NKERNEL / 2)
+		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
+}
+
 static int port__fork_child(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
@@ -578,5 +592,6 @@ const struct uobj_ops port_ops = {
 	.wait = port__wait_op,
 	.close = port__close,
 	.release = port__release,
+	.fork_prepare = port__fork_prepare,
 	.fork_child = port__fork_child,
 };
