@@ -131,6 +131,9 @@ int uepoll_close(int fd);
  * EOPNOTSUPP).  fork() does it to every ueventfd.  See uepoll_demote(3).
  */
 int uepoll_demote(int fd);
+/* uepoll_demote() of every ueventfd that execve() would keep open (no
+ * FD_CLOEXEC): call it before execve.  See uepoll_demote(3). */
+int uepoll_demote_exec(void);
 
 /* eventfd_read(3)/eventfd_write(3) counterparts: 0 on success, -1 + errno.
  * See ueventfd(3). */

@@ -293,6 +293,11 @@ UEPOLL_API int uepoll_demote(int fd)
 	return (int)api__ret(r);
 }
 
+UEPOLL_API int uepoll_demote_exec(void)
+{
+	return (int)api__ret(obj_demote_inherited());
+}
+
 UEPOLL_API int ueventfd_read(int fd, eventfd_t *value)
 {
 	return uepoll_read(fd, value, sizeof(*value)) == sizeof(*value) ? 0 : -1;

@@ -28,6 +28,7 @@
  * the child repairs every live object (docs/benchmarks.md, fork).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,10 +207,13 @@ void uobj_close(struct uobj *o)
  * (DEMOTE in eventfd.c) and both processes then use the same kernel
  * eventfd.  Those made after the fork are accelerated again, in each.  The
  * objects are collected under obj__lock, with a reference each, and
- * demoted outside it (a demotion takes instances' locks).
+ * demoted outside it (a demotion takes instances' locks).  exec_only: only
+ * those whose number an execve() would keep (no FD_CLOEXEC).  Returns the
+ * first error of a demotion (-ENOMEM if the list could not be made).
  */
-static void obj__demote_all(void)
+static int obj__demote_all(bool exec_only)
 {
+	int r = 0, e;
 	struct uobj **v = NULL, *o;
 	size_t n = 0, cap = 0;
 	struct list *l;
@@ -237,13 +241,23 @@ static void obj__demote_all(void)
 		cap = n + n / 2 + 8;
 		v = malloc(cap * sizeof(*v));
 		if (!v)
-			return; /* they stay as they are: docs/design.md FORK */
+			return -ENOMEM; /* they stay as they are */
 	}
 	for (size_t i = 0; i < n; i++) {
-		(void)uefd_demote((struct uefd *)v[i]);
+		if (!exec_only || !(sys_fcntl_getfd(v[i]->fd) & FD_CLOEXEC)) {
+			e = uefd_demote((struct uefd *)v[i]);
+			if (e < 0 && !r)
+				r = e;
+		}
 		uobj_put(v[i]);
 	}
 	free(v);
+	return r;
+}
+
+int obj_demote_inherited(void)
+{
+	return obj__demote_all(true);
 }
 
 /* The gate (lock.c) keeps every other thread out of the library's locks;
@@ -254,7 +268,7 @@ static void obj__prepare(void)
 	struct list *l;
 	struct uobj *o;
 
-	obj__demote_all();
+	(void)obj__demote_all(false); /* see uepoll_demote(3) for ENOMEM */
 	lock_take(&obj__lock);
 	obj__each(o, l)
 		if (uobj__ops[o->type]->fork_prepare)

@@ -122,6 +122,8 @@ void uobj_forget(int fd);
 /* The same for object o (the caller holds a reference), if fd still leads
  * to it. */
 void uobj_unpublish(int fd, struct uobj *o);
+/* Demote every ueventfd an execve() would keep open (uepoll_demote_exec). */
+int obj_demote_inherited(void);
 /* The object left the fd table: its type's close. */
 void uobj_close(struct uobj *o);
 /* Return the memory to its pool (the end of a release, or of a failed

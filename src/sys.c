@@ -249,6 +249,11 @@ int sys_fcntl_getfl(int fd)
 	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_GETFL));
 }
 
+int sys_fcntl_getfd(int fd)
+{
+	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_GETFD));
+}
+
 int sys_dup_private(int fd)
 {
 	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));

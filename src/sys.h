@@ -37,6 +37,7 @@ ssize_t sys_read_sleep(int fd, void *buf, size_t n);
 ssize_t sys_write(int fd, const void *buf, size_t n);
 int sys_close(int fd);
 int sys_fcntl_getfl(int fd);
+int sys_fcntl_getfd(int fd);
 /* A private duplicate of fd (close-on-exec). */
 int sys_dup_private(int fd);
 /* Wake an eventfd: add 1 to its counter. */
