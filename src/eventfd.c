@@ -357,8 +357,11 @@ static void uefd__sync(struct uefd *e)
 		 * (seq_cst, Dekker against the demotion's exchange). */
 		atomic_fetch_add(&e->syncing, 1);
 		c = atomic_load(&e->count);
+		/* (A writer may have raised it meanwhile: look again.) */
 		r = c == UEFD_GONE ? -EAGAIN
-				   : uefd__sync_step(e, uefd__class(c), k);
+		    : uefd__class(c) == uefd__class(k)
+			    ? 0
+			    : uefd__sync_step(e, uefd__class(c), k);
 		atomic_fetch_sub(&e->syncing, 1);
 		if (r < 0)
 			return;
