@@ -246,9 +246,10 @@ UEPOLL_API int uepoll_close(int fd)
 	if (!o)
 		return sys_pass_close(fd);
 	if (!fdtab_clear(fd, o)) {
-		/* Another thread closed it first. */
+		/* Another thread closed it first (the kernel answers EBADF),
+		 * or a demotion unpublished it: the number is a kernel fd. */
 		uobj_put(o);
-		return (int)api__ret(-EBADF);
+		return sys_pass_close(fd);
 	}
 	/* CLOSE: the number is free from here on. */
 	sys_close(fd);
