@@ -316,6 +316,7 @@ static int port__ctl_user(struct port *p, int op, struct uefd *src,
 			  struct epoll_event *ev);
 static int port__ctl_kernel(struct port *p, int op, int fd,
 			    struct epoll_event *ev);
+static int port__take_source(struct wq *q, int fd);
 
 /* A ueventfd's ctl; one that finds it being demoted (its item gone, or no
  * ADD allowed) waits for the end and goes to the kernel fd (DEMOTE). */
@@ -414,39 +415,7 @@ void port_revalidate(struct port *p)
 
 void port_drop_source(struct wq *q)
 {
-	struct item *it;
-	struct port *p;
-
-	for (;;) {
-		lock_take(&q->lock);
-		if (list_empty(&q->head)) {
-			lock_drop(&q->lock);
-			return;
-		}
-		it = container_of(q->head.next, struct item, wqlink);
-		p = it->port;
-		if (!uobj_tryget(&p->obj)) {
-			/* The port is being released; its release unlinks
-			 * this item under q->lock. */
-			lock_drop(&q->lock);
-			sys_yield();
-			continue;
-		}
-		lock_drop(&q->lock);
-
-		lock_take(&p->mtx);
-		lock_take(&q->lock);
-		it = wq_find(q, p);
-		if (it)
-			wq_unlink(q, it);
-		lock_drop(&q->lock);
-		if (it) {
-			port__free_item(p, it);
-			port_revalidate(p);
-		}
-		lock_drop(&p->mtx);
-		uobj_put(&p->obj);
-	}
+	(void)port__take_source(q, -1);
 }
 
 /*
@@ -459,6 +428,13 @@ void port_drop_source(struct wq *q)
  * event was already reported may report it once more.
  */
 int port_demote_source(struct wq *q, int fd)
+{
+	return port__take_source(q, fd);
+}
+
+/* Unlink every item of a dead source, one instance at a time; fd >= 0:
+ * register fd in the instance's kernel epoll in its place (DEMOTE). */
+static int port__take_source(struct wq *q, int fd)
 {
 	struct epoll_event ev;
 	struct item *it;
@@ -495,7 +471,7 @@ int port_demote_source(struct wq *q, int fd)
 			port_revalidate(p);
 		}
 		lock_drop(&p->mtx);
-		if (it) {
+		if (it && fd >= 0) {
 			r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
 			if (r < 0 && !err)
 				err = r;
