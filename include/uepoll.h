@@ -135,6 +135,20 @@ int uepoll_demote(int fd);
  * FD_CLOEXEC): call it before execve.  See uepoll_demote(3). */
 int uepoll_demote_exec(void);
 
+/*
+ * dup(2), dup2(2), dup3(2) and fcntl(2) that understand uepoll's objects: a
+ * new number of a ueventfd or an instance is the same object, as a kernel
+ * dup is the same open file (it lives until its last number is closed with
+ * uepoll_close; a registration made through one number stays until then).
+ * uepoll_fcntl's F_DUPFD and F_DUPFD_CLOEXEC are dups, its F_SETFL's
+ * O_NONBLOCK is seen at once; every other fd and command is the kernel's.
+ * See uepoll_dup(3).
+ */
+int uepoll_dup(int oldfd);
+int uepoll_dup2(int oldfd, int newfd);
+int uepoll_dup3(int oldfd, int newfd, int flags);
+int uepoll_fcntl(int fd, int cmd, ... /* arg */);
+
 /* eventfd_read(3)/eventfd_write(3) counterparts: 0 on success, -1 + errno.
  * See ueventfd(3). */
 int ueventfd_read(int fd, eventfd_t *value);

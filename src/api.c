@@ -25,7 +25,9 @@
  * they are read(2) and write(2), which are too.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdarg.h>
 
 #include "uepoll.h"
 
@@ -307,4 +309,37 @@ UEPOLL_API int ueventfd_read(int fd, eventfd_t *value)
 UEPOLL_API int ueventfd_write(int fd, eventfd_t value)
 {
 	return uepoll_write(fd, &value, sizeof(value)) == sizeof(value) ? 0 : -1;
+}
+
+/* DUP: placeholder until numbers are tracked per object (obj.c). */
+UEPOLL_API int uepoll_dup3(int oldfd, int newfd, int flags)
+{
+	struct uobj *o = fdtab_get(oldfd);
+
+	if (o) {
+		uobj_put(o);
+		return (int)api__ret(-EOPNOTSUPP);
+	}
+	return (int)api__ret(sys_dup3(oldfd, newfd, flags));
+}
+
+UEPOLL_API int uepoll_dup2(int oldfd, int newfd)
+{
+	return uepoll_dup3(oldfd, newfd, 0);
+}
+
+UEPOLL_API int uepoll_dup(int oldfd)
+{
+	return uepoll_fcntl(oldfd, F_DUPFD, 0);
+}
+
+UEPOLL_API int uepoll_fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return (int)api__ret(sys_fcntl(fd, cmd, arg));
 }

@@ -244,6 +244,16 @@ int sys_close(int fd)
 	return (int)sys__ret(sys__libc.syscall(SYS_close, fd));
 }
 
+int sys_dup3(int oldfd, int newfd, int flags)
+{
+	return (int)sys__ret(sys__libc.syscall(SYS_dup3, oldfd, newfd, flags));
+}
+
+int sys_fcntl(int fd, int cmd, void *arg)
+{
+	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, cmd, arg));
+}
+
 int sys_fcntl_getfl(int fd)
 {
 	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_GETFL));

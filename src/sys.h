@@ -38,6 +38,10 @@ ssize_t sys_write(int fd, const void *buf, size_t n);
 int sys_close(int fd);
 int sys_fcntl_getfl(int fd);
 int sys_fcntl_getfd(int fd);
+/* dup3(2) (newfd == oldfd: the kernel's EINVAL) and fcntl(2) with one
+ * argument, as the kernel answers them. */
+int sys_dup3(int oldfd, int newfd, int flags);
+int sys_fcntl(int fd, int cmd, void *arg);
 /* A private duplicate of fd (close-on-exec). */
 int sys_dup_private(int fd);
 /* Wake an eventfd: add 1 to its counter. */
