@@ -3,8 +3,9 @@
  * uepoll.h - epoll(7) and eventfd(2) rebuilt in userspace.
  *
  * Every function mirrors its kernel counterpart (signature, flags, errno):
- * rename epoll_* to uepoll_* and eventfd to ueventfd, and route read, write
- * and close of those fds through uepoll_read/uepoll_write/uepoll_close.  The
+ * rename epoll_* to uepoll_* and eventfd to ueventfd, and route read, write,
+ * close, dup* and fcntl of those fds through uepoll_read/uepoll_write/
+ * uepoll_close/uepoll_dup.../uepoll_fcntl.  The
  * types and flags are the kernel's own, from <sys/epoll.h> and
  * <sys/eventfd.h>.  Every function is thread-safe.  Where uepoll differs
  * from the kernel (fds used, fork, signals, cancellation, outside pollers):

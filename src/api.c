@@ -26,6 +26,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 
@@ -244,21 +245,16 @@ UEPOLL_API ssize_t uepoll_write(int fd, const void *buf, size_t count)
 UEPOLL_API int uepoll_close(int fd)
 {
 	struct uobj *o = fdtab_get(fd);
+	int r;
 
 	if (!o)
 		return sys_pass_close(fd);
-	if (!fdtab_clear(fd, o)) {
-		/* Another thread closed it first (the kernel answers EBADF),
-		 * or a demotion unpublished it: the number is a kernel fd. */
-		uobj_put(o);
-		return sys_pass_close(fd);
-	}
-	/* CLOSE: the number is free from here on. */
-	sys_close(fd);
-	uobj_close(o);
-	uobj_put(o); /* the table's reference */
+	/* CLOSE: the number is free once this returns. */
+	r = uobj_close_number(fd, o, true);
 	uobj_put(o); /* ours */
-	return 0;
+	/* -ESTALE: another thread closed it first (the kernel answers
+	 * EBADF), or a demotion unpublished it: the number is a kernel fd. */
+	return r < 0 ? sys_pass_close(fd) : 0;
 }
 
 _Static_assert(sizeof(struct ueventfd_coalesce) == 16 &&
@@ -311,35 +307,90 @@ UEPOLL_API int ueventfd_write(int fd, eventfd_t value)
 	return uepoll_write(fd, &value, sizeof(value)) == sizeof(value) ? 0 : -1;
 }
 
-/* DUP: placeholder until numbers are tracked per object (obj.c). */
+/*
+ * DUP.  A new number of a uepoll object is made by the kernel from the old
+ * one (so flags, limits and errno are the kernel's) and published as the
+ * same object (NUMBERS in obj.c); a new number of any other fd is the
+ * kernel's, and whatever object the table still had at that number (one
+ * that dup3 just replaced, or one closed behind our back) loses it.
+ * -ESTALE from uobj_dup: the old number stopped leading to the object
+ * meanwhile (closed, demoted): ask again, it is then a kernel fd.
+ */
+static int api__dup(int oldfd, int newfd, int flags)
+{
+	struct uobj *o;
+	int r;
+
+	for (;;) {
+		o = fdtab_get(oldfd);
+		if (!o)
+			break;
+		r = uobj_dup(o, oldfd, newfd, flags);
+		uobj_put(o);
+		if (r != -ESTALE)
+			return (int)api__ret(r);
+	}
+	r = newfd >= 0 ? sys_dup3(oldfd, newfd, flags)
+		       : sys_fcntl(oldfd,
+				   flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD,
+				   (void *)(intptr_t)(-newfd - 1));
+	if (r >= 0)
+		uobj_forget(r);
+	return (int)api__ret(r);
+}
+
 UEPOLL_API int uepoll_dup3(int oldfd, int newfd, int flags)
 {
-	struct uobj *o = fdtab_get(oldfd);
-
-	if (o) {
-		uobj_put(o);
-		return (int)api__ret(-EOPNOTSUPP);
-	}
-	return (int)api__ret(sys_dup3(oldfd, newfd, flags));
+	/* The kernel's EINVAL (equal numbers, unknown flags) and EBADF (a
+	 * negative newfd), without touching anything. */
+	if (oldfd == newfd || (flags & ~O_CLOEXEC) || newfd < 0)
+		return (int)api__ret(sys_dup3(oldfd, newfd, flags));
+	return api__dup(oldfd, newfd, flags);
 }
 
 UEPOLL_API int uepoll_dup2(int oldfd, int newfd)
 {
+	/* dup2(2): the same number is returned as it is, if open. */
+	if (oldfd == newfd) {
+		int r = sys_fcntl_getfd(oldfd);
+
+		return r < 0 ? (int)api__ret(r) : newfd;
+	}
 	return uepoll_dup3(oldfd, newfd, 0);
 }
 
 UEPOLL_API int uepoll_dup(int oldfd)
 {
-	return uepoll_fcntl(oldfd, F_DUPFD, 0);
+	return api__dup(oldfd, -1, 0);
 }
 
 UEPOLL_API int uepoll_fcntl(int fd, int cmd, ...)
 {
+	struct uobj *o;
 	va_list ap;
 	void *arg;
+	int r;
 
 	va_start(ap, cmd);
 	arg = va_arg(ap, void *);
 	va_end(ap);
-	return (int)api__ret(sys_fcntl(fd, cmd, arg));
+	switch (cmd) {
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		/* A minimum out of range: the kernel's EINVAL. */
+		if ((intptr_t)arg < 0 || (intptr_t)arg > INT_MAX)
+			break;
+		return api__dup(fd, -(int)(intptr_t)arg - 1,
+				cmd == F_DUPFD_CLOEXEC ? O_CLOEXEC : 0);
+	case F_SETFL:
+		o = fdtab_get(fd);
+		if (!o)
+			break;
+		r = sys_fcntl(fd, cmd, arg);
+		if (r >= 0)
+			uobj_flags_set(o, (int)(intptr_t)arg);
+		uobj_put(o);
+		return (int)api__ret(r);
+	}
+	return sys_pass_fcntl(fd, cmd, arg);
 }

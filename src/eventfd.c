@@ -886,7 +886,7 @@ int uefd_demote(struct uefd *e)
 	atomic_store(&e->nopoll, false);
 	uefd__sync(e);
 	/* The watchers watch the kernel fd, whose class is the counter's. */
-	r = port_demote_source(&e->wq, e->obj.fd);
+	r = port_demote_source(&e->wq, &e->obj);
 	/* The counter, and what a racing held write left (count + held never
 	 * exceeds UEFD_MAX). */
 	c = atomic_exchange(&e->count, UEFD_GONE);
@@ -911,9 +911,8 @@ int uefd_demote(struct uefd *e)
 	/* Writers asleep on a full counter look again, and find UEFD_GONE. */
 	atomic_fetch_add(&e->wseq, 1);
 	sys_futex_wake(&e->wseq, INT_MAX);
-	/* From now on uepoll's calls on the number go to the kernel. */
-	if (fdtab_clear(e->obj.fd, &e->obj))
-		uobj_put(&e->obj);
+	/* From now on uepoll's calls on its numbers go to the kernel. */
+	uobj_unpublish_all(&e->obj);
 	return r;
 }
 
@@ -927,6 +926,14 @@ static ssize_t uefd__write_op(struct uobj *o, const void *buf, size_t n)
 	return uefd_write((struct uefd *)o, buf, n);
 }
 
+/* O_NONBLOCK changed through uepoll_fcntl: the empty read that answers
+ * without a system call (uefd_read) must know at once. */
+static void uefd__flags_set(struct uobj *o, int fl)
+{
+	atomic_store_explicit(&((struct uefd *)o)->nonblock,
+			      (fl & O_NONBLOCK) != 0, memory_order_relaxed);
+}
+
 /* (ctl and wait: the kernel's answer for an eventfd, EINVAL.) */
 const struct uobj_ops uefd_ops = {
 	.size = sizeof(struct uefd),
@@ -934,5 +941,6 @@ const struct uobj_ops uefd_ops = {
 	.write = uefd__write_op,
 	.close = uefd__close,
 	.release = uefd__release,
+	.flags_set = uefd__flags_set,
 	.fork_child = uefd__fork_child,
 };

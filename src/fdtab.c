@@ -86,6 +86,11 @@ struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok)
 	return old;
 }
 
+bool fdtab_reserve(int fd)
+{
+	return fdtab__slot_of(fd, true) != NULL;
+}
+
 bool fdtab_clear(int fd, struct uobj *o)
 {
 	fdtab__slot *s = fdtab__slot_of(fd, false);

@@ -14,6 +14,8 @@ struct uobj *fdtab_get(int fd);
  * (with the table's reference) for the caller to tear down; NULL otherwise.
  * Returns false in *ok when the table cannot grow. */
 struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok);
+/* Make sure fd has a slot (so that a later fdtab_set cannot fail). */
+bool fdtab_reserve(int fd);
 /* Unpublish o from fd if it is still there; true if this call did it (the
  * caller then owns the table's reference). */
 bool fdtab_clear(int fd, struct uobj *o);

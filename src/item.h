@@ -64,6 +64,10 @@ struct item {
 	struct list wqlink;
 	/* Instance item list: the instance's mtx. */
 	struct list portlink;
+	/* The number it was registered through: with the source, its key
+	 * (the kernel's epitem is keyed by file and number, so a dup of the
+	 * source is another registration).  Immutable. */
+	int fd;
 };
 
 /* Proposal 003: the signal and delivery paths touch one cache line. */

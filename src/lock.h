@@ -58,7 +58,8 @@
  * (port_drop_source).  Leaves, taken with none of the above held and
  * taking nothing inside (but as noted): turn->lock (turn.c), an
  * instance's batching policy's lock (batch.c), obj__lock
- * (obj.c; takes a pool lock inside), the pool locks (obj.c), the timer's
+ * (obj.c; takes a pool lock inside, and makes dup's system call inside:
+ * NUMBERS), the pool locks (obj.c), the timer's
  * lock (timer.c; its thread takes it directly, outside lock_take).
  */
 #ifndef UEPOLL_LOCK_H

@@ -90,6 +90,9 @@ struct uobj *uobj_alloc(int type)
 	}
 	o->fd = -1;
 	o->kfd = -1;
+	o->nmore = 0;
+	o->capmore = 0;
+	o->more = NULL;
 	o->on_live = false;
 	o->pool_next = NULL;
 	atomic_store_explicit(&o->refs, 1, memory_order_release);
@@ -104,24 +107,34 @@ void uobj_live(struct uobj *o)
 	lock_drop(&obj__lock);
 }
 
+/* An object the table had at a number that the kernel just gave again
+ * (closed behind our back, or replaced by a dup3): that number is no
+ * longer its.  obj__lock held; true if it was its last (the caller then
+ * closes it, and drops the table's reference in any case). */
+static bool obj__lose_number(struct uobj *o, int fd);
+
 int uobj_publish(struct uobj *o, int fd)
 {
 	struct uobj *old;
-	bool ok;
+	bool ok, last = false;
 
-	o->fd = fd;
 	uobj_live(o);
+	lock_take(&obj__lock);
+	o->fd = fd;
 	old = fdtab_set(fd, o, &ok);
+	if (!ok)
+		o->fd = -1;
+	else if (old)
+		last = obj__lose_number(old, fd);
+	lock_drop(&obj__lock);
 	if (!ok) {
 		sys_close(fd);
-		o->fd = -1;
 		uobj_ops(o)->release(o);
 		return -ENOMEM;
 	}
-	/* An object the table still had for this number: its number was
-	 * closed behind our back (the kernel just gave it to us again). */
 	if (old) {
-		uobj_close(old);
+		if (last)
+			uobj_close(old);
 		uobj_put(old);
 	}
 	return fd;
@@ -164,6 +177,9 @@ void uobj_free(struct uobj *o)
 		list_del(&o->live);
 		o->on_live = false;
 	}
+	free(o->more);
+	o->more = NULL;
+	o->nmore = o->capmore = 0;
 	lock_take(&p->lock);
 	o->pool_next = p->free;
 	p->free = o;
@@ -171,12 +187,172 @@ void uobj_free(struct uobj *o)
 	lock_drop(&obj__lock);
 }
 
+/* ---- NUMBERS ----------------------------------------------------------- */
+
+/*
+ * An object's numbers are o->fd and o->more[0..nmore), each published in
+ * the fd table with one reference; every change of the table and of the
+ * lists is made under obj__lock, together, so that for every object the
+ * list is exactly the numbers the table leads to it from (a forked child
+ * counts the table's references from it: FORK).  fdtab_get stays
+ * lock-free.  A kernel call that makes a number (uobj_dup) is made under
+ * the lock too: the number it is made from cannot be unpublished (and so
+ * not closed by uepoll_close, which closes after unpublishing) meanwhile.
+ */
+static bool obj__has_number(const struct uobj *o, int fd)
+{
+	if (o->fd == fd)
+		return true;
+	for (int i = 0; i < o->nmore; i++)
+		if (o->more[i] == fd)
+			return true;
+	return false;
+}
+
+static bool obj__lose_number(struct uobj *o, int fd)
+{
+	if (o->fd == fd)
+		o->fd = o->nmore ? o->more[--o->nmore] : -1;
+	else
+		for (int i = 0; i < o->nmore; i++)
+			if (o->more[i] == fd) {
+				o->more[i] = o->more[--o->nmore];
+				break;
+			}
+	return o->fd < 0;
+}
+
+/* Room for one more number (before the kernel makes it: a dup that then
+ * found no memory could not be undone). */
+static int obj__reserve(struct uobj *o)
+{
+	int cap, *m;
+
+	if (o->fd < 0 || o->nmore < o->capmore)
+		return 0;
+	cap = o->capmore ? 2 * o->capmore : 2;
+	m = realloc(o->more, (size_t)cap * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	o->more = m;
+	o->capmore = cap;
+	return 0;
+}
+
+int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
+{
+	struct uobj *old = NULL;
+	bool ok, last = false;
+	int r;
+
+	lock_take(&obj__lock);
+	if (fdtab_peek(oldfd) != o || !obj__has_number(o, oldfd)) {
+		lock_drop(&obj__lock);
+		return -ESTALE;
+	}
+	r = obj__reserve(o);
+	/* The table's slot for the new number must exist before the kernel
+	 * makes it, for the same reason. */
+	if (!r && newfd >= 0 && !fdtab_reserve(newfd))
+		r = -ENOMEM;
+	if (!r)
+		r = newfd >= 0 ? sys_dup3(oldfd, newfd, flags)
+			       : sys_fcntl(oldfd,
+					   flags & O_CLOEXEC ? F_DUPFD_CLOEXEC
+							     : F_DUPFD,
+					   (void *)(intptr_t)(-newfd - 1));
+	if (r >= 0) {
+		old = fdtab_set(r, o, &ok);
+		if (!ok) { /* F_DUPFD above every number the table has had */
+			sys_close(r);
+			lock_drop(&obj__lock);
+			return -ENOMEM;
+		}
+		if (old == o) {
+			/* dup3 onto one of o's own numbers: it stays one. */
+			old = NULL;
+		} else {
+			uobj_get(o); /* the table's, for the new number */
+			o->more[o->nmore++] = r;
+			if (old)
+				last = obj__lose_number(old, r);
+		}
+	}
+	lock_drop(&obj__lock);
+	if (old) {
+		if (last)
+			uobj_close(old);
+		uobj_put(old);
+	}
+	return r;
+}
+
+/* Unpublish fd from o under the lock; true if this call did it, *last if
+ * it was o's last number. */
+static bool obj__unpublish(int fd, struct uobj *o, bool *last)
+{
+	bool done;
+
+	lock_take(&obj__lock);
+	done = fdtab_clear(fd, o);
+	*last = done && obj__lose_number(o, fd);
+	lock_drop(&obj__lock);
+	return done;
+}
+
+int uobj_close_number(int fd, struct uobj *o, bool kclose)
+{
+	bool last;
+
+	if (!obj__unpublish(fd, o, &last))
+		return -ESTALE;
+	if (kclose)
+		sys_close(fd);
+	if (last)
+		uobj_close(o);
+	uobj_put(o); /* the table's reference */
+	return 0;
+}
+
 void uobj_unpublish(int fd, struct uobj *o)
 {
-	if (fdtab_clear(fd, o)) {
-		uobj_close(o);
-		uobj_put(o); /* the table's reference */
+	(void)uobj_close_number(fd, o, false);
+}
+
+void uobj_unpublish_all(struct uobj *o)
+{
+	int n = 0;
+
+	lock_take(&obj__lock);
+	while (o->fd >= 0) {
+		if (fdtab_clear(o->fd, o))
+			n++;
+		(void)obj__lose_number(o, o->fd);
 	}
+	lock_drop(&obj__lock);
+	while (n--)
+		uobj_put(o);
+}
+
+int uobj_number_of(struct uobj *o, int fd)
+{
+	int cand[8], n = 0;
+
+	lock_take(&obj__lock);
+	if (obj__has_number(o, fd))
+		cand[n++] = fd;
+	if (o->fd >= 0 && o->fd != fd)
+		cand[n++] = o->fd;
+	for (int i = 0; i < o->nmore && n < 8; i++)
+		if (o->more[i] != fd)
+			cand[n++] = o->more[i];
+	lock_drop(&obj__lock);
+	/* Outside the lock (a system call each): a number closed behind our
+	 * back may hold another file now. */
+	for (int i = 0; i < n; i++)
+		if (sys_same_file(cand[i], o->kfd) != 0) /* < 0: cannot tell */
+			return cand[i];
+	return -1;
 }
 
 void uobj_forget(int fd)
@@ -187,6 +363,12 @@ void uobj_forget(int fd)
 		uobj_unpublish(fd, o);
 		uobj_put(o);
 	}
+}
+
+void uobj_flags_set(struct uobj *o, int fl)
+{
+	if (uobj__ops[o->type]->flags_set)
+		uobj__ops[o->type]->flags_set(o, fl);
 }
 
 void uobj_close(struct uobj *o)
@@ -211,6 +393,17 @@ void uobj_close(struct uobj *o)
  * those whose number an execve() would keep (no FD_CLOEXEC).  Returns the
  * first error of a demotion (-ENOMEM if the list could not be made).
  */
+/* Would an execve() keep o open: has it a number without FD_CLOEXEC?
+ * obj__lock held (a system call per number: exec is rare). */
+static bool obj__inherited(const struct uobj *o)
+{
+	int fl = sys_fcntl_getfd(o->fd);
+
+	for (int i = 0; i < o->nmore && (fl < 0 || (fl & FD_CLOEXEC)); i++)
+		fl = sys_fcntl_getfd(o->more[i]);
+	return fl >= 0 && !(fl & FD_CLOEXEC);
+}
+
 static int obj__demote_all(bool exec_only)
 {
 	int r = 0, e;
@@ -222,8 +415,9 @@ static int obj__demote_all(bool exec_only)
 		lock_take(&obj__lock);
 		n = 0;
 		obj__each(o, l) {
-			if (o->type != UOBJ_EVENTFD || fdtab_peek(o->fd) != o ||
-			    uefd_demoting((struct uefd *)o))
+			if (o->type != UOBJ_EVENTFD || o->fd < 0 ||
+			    uefd_demoting((struct uefd *)o) ||
+			    (exec_only && !obj__inherited(o)))
 				continue;
 			if (n < cap && uobj_tryget(o))
 				v[n] = o;
@@ -244,11 +438,9 @@ static int obj__demote_all(bool exec_only)
 			return -ENOMEM; /* they stay as they are */
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!exec_only || !(sys_fcntl_getfd(v[i]->fd) & FD_CLOEXEC)) {
-			e = uefd_demote((struct uefd *)v[i]);
-			if (e < 0 && !r)
-				r = e;
-		}
+		e = uefd_demote((struct uefd *)v[i]);
+		if (e < 0 && !r)
+			r = e;
 		uobj_put(v[i]);
 	}
 	free(v);
@@ -298,8 +490,9 @@ static void obj__child(void)
 		obj__each(o, l) {
 			if (o->type != t)
 				continue;
+			/* One per number (NUMBERS). */
 			int refs = uobj__ops[t]->fork_child(o) +
-				   (fdtab_peek(o->fd) == o);
+				   (o->fd >= 0) + o->nmore;
 
 			if (atomic_load_explicit(&o->refs,
 						 memory_order_relaxed) != refs)

@@ -20,6 +20,11 @@
  * with the last reference.  So uepoll never makes a call on, nor closes, a
  * number the program may have been given again since (CLOSE in api.c).
  *
+ * Numbers (NUMBERS in obj.c): uepoll_dup and its kin give an object more
+ * public numbers, as dup(2) gives a file more; each holds one reference
+ * (the fd table's), and the object leaves the table (its type's close) when
+ * the last of them is closed.
+ *
  * Fork: every object from the end of its creation to the end of its
  * release is on a list of live objects, which a forked child repairs
  * (FORK in obj.c).
@@ -45,8 +50,13 @@ struct uobj {
 	/* Written once when the memory is first carved; the pool never changes
 	 * it, so a racy reader of a recycled object still sees the right type. */
 	int type;
-	/* The public number (fd table key); -1 before creation ends. */
+	/* One of its public numbers (fd table keys), the others in more[0..
+	 * nmore); -1 before creation ends and once none is left.  obj.c's
+	 * lock (NUMBERS); read without it only by the object's own
+	 * creation and a forked child. */
 	int fd;
+	int nmore, capmore;
+	int *more;
 	/* The private duplicate every call of the library uses; -1 once
 	 * closed (by the release, under the object's own lock: FORK). */
 	int kfd;
@@ -82,6 +92,9 @@ struct uobj_ops {
 	 * owns, then uobj_free.  Idempotent up to uobj_free (a forked child
 	 * finishes a release its parent's thread had begun: FORK). */
 	void (*release)(struct uobj *o);
+	/* F_SETFL gave the file the status flags fl (uepoll_fcntl).  May be
+	 * NULL. */
+	void (*flags_set)(struct uobj *o, int fl);
 	/* fork, prepare, before the gate (other threads run): the object's
 	 * kernel fds are about to be shared with another process.  May be
 	 * NULL. */
@@ -110,6 +123,28 @@ void uobj_live(struct uobj *o);
  * fd, which is returned.  -ENOMEM: not published, fd closed and o released
  * (the table could not grow). */
 int uobj_publish(struct uobj *o, int fd);
+/*
+ * NUMBERS.  A new number for o (the caller holds a reference), made by the
+ * kernel from oldfd, which must lead to o: dup3(oldfd, newfd, flags) when
+ * newfd >= 0, else fcntl(oldfd, F_DUPFD or, with O_CLOEXEC in flags,
+ * F_DUPFD_CLOEXEC, -newfd - 1).  The new number, or -errno; -ESTALE: oldfd
+ * no longer leads to o (closed or demoted meanwhile), the caller asks
+ * again.
+ */
+int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags);
+/* The number fd of o (the caller holds a reference) is closed: unpublish
+ * it, close it in the kernel if kclose, then, if it was o's last number,
+ * the type's close.  -ESTALE: fd no longer led to o (another thread closed
+ * it, or a demotion took it back); nothing done. */
+int uobj_close_number(int fd, struct uobj *o, bool kclose);
+/* F_SETFL set the file status flags fl on o's file (uepoll_fcntl). */
+void uobj_flags_set(struct uobj *o, int fl);
+/* Unpublish every number of o (the caller holds a reference) without its
+ * type's close: a demotion, which has taken its watchers itself. */
+void uobj_unpublish_all(struct uobj *o);
+/* A number of o that is open as o's kernel file (kcmp: fd has not been
+ * closed behind our back), fd itself if it is one, or -1. */
+int uobj_number_of(struct uobj *o, int fd);
 /* Take a reference if the count is not zero. */
 bool uobj_tryget(struct uobj *o);
 void uobj_get(struct uobj *o);

@@ -229,13 +229,13 @@ static void port__queue_if_ready(struct port *p, struct item *it,
  * mtx behind it.  The signal path does the same under the same lock
  * (enqueue, kick), so nothing here is new to it.
  */
-static int port__mod_user(struct port *p, struct wq *q, uint32_t events,
-			  uint64_t data)
+static int port__mod_user(struct port *p, struct wq *q, int fd,
+			  uint32_t events, uint64_t data)
 {
 	struct item *it;
 
 	lock_take(&q->lock);
-	it = wq_find(q, p);
+	it = wq_find(q, p, fd);
 	if (!it || (atomic_load_explicit(&it->events, memory_order_relaxed) &
 		    EPOLLEXCLUSIVE)) {
 		lock_drop(&q->lock);
@@ -252,13 +252,13 @@ static int port__mod_user(struct port *p, struct wq *q, uint32_t events,
 }
 
 static int port__add_user(struct port *p, struct wq *q, struct uobj *src,
-			  uint32_t events, uint64_t data)
+			  int fd, uint32_t events, uint64_t data)
 {
 	struct item *it;
 
 	lock_take(&p->mtx);
 	lock_take(&q->lock);
-	it = wq_find(q, p);
+	it = wq_find(q, p, fd);
 	if (it || q->dead) {
 		lock_drop(&q->lock);
 		lock_drop(&p->mtx);
@@ -274,6 +274,7 @@ static int port__add_user(struct port *p, struct wq *q, struct uobj *src,
 	it->data = data;
 	it->src = src;
 	it->port = p;
+	it->fd = fd;
 	wq_link(q, it);
 	list_add_tail(&p->items, &it->portlink);
 	atomic_fetch_add_explicit(&p->nuser, 1, memory_order_relaxed);
@@ -283,13 +284,13 @@ static int port__add_user(struct port *p, struct wq *q, struct uobj *src,
 	return 0;
 }
 
-static int port__del_user(struct port *p, struct wq *q)
+static int port__del_user(struct port *p, struct wq *q, int fd)
 {
 	struct item *it;
 
 	lock_take(&p->mtx);
 	lock_take(&q->lock);
-	it = wq_find(q, p);
+	it = wq_find(q, p, fd);
 	if (it)
 		wq_unlink(q, it);
 	lock_drop(&q->lock);
@@ -312,18 +313,18 @@ static bool port__user_flags_ok(int op, uint32_t events)
 	       (op == EPOLL_CTL_ADD && (events & EPOLLEXCLUSIVE));
 }
 
-static int port__ctl_user(struct port *p, int op, struct uefd *src,
+static int port__ctl_user(struct port *p, int op, int fd, struct uefd *src,
 			  struct epoll_event *ev);
 static int port__ctl_kernel(struct port *p, int op, int fd,
 			    struct epoll_event *ev);
-static int port__take_source(struct wq *q, int fd);
+static int port__take_source(struct wq *q, struct uobj *src);
 
 /* A ueventfd's ctl; one that finds it being demoted (its item gone, or no
  * ADD allowed) waits for the end and goes to the kernel fd (DEMOTE). */
 static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
 			  struct epoll_event *ev)
 {
-	int r = port__ctl_user(p, op, src, ev);
+	int r = port__ctl_user(p, op, fd, src, ev);
 
 	if ((r == -ENOENT || r == -EBADF) && uefd_demoting(src)) {
 		uefd_demote_wait(src);
@@ -332,23 +333,23 @@ static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
 	return r;
 }
 
-static int port__ctl_user(struct port *p, int op, struct uefd *src,
+static int port__ctl_user(struct port *p, int op, int fd, struct uefd *src,
 			  struct epoll_event *ev)
 {
 	uint32_t events;
 
 	switch (op) {
 	case EPOLL_CTL_DEL:
-		return port__del_user(p, &src->wq);
+		return port__del_user(p, &src->wq, fd);
 	case EPOLL_CTL_ADD:
 	case EPOLL_CTL_MOD:
 		if (!port__user_flags_ok(op, ev->events))
 			return -EINVAL;
 		events = ev->events | EPOLLERR | EPOLLHUP;
 		return op == EPOLL_CTL_ADD
-			       ? port__add_user(p, &src->wq, &src->obj, events,
-						ev->data.u64)
-			       : port__mod_user(p, &src->wq, events,
+			       ? port__add_user(p, &src->wq, &src->obj, fd,
+						events, ev->data.u64)
+			       : port__mod_user(p, &src->wq, fd, events,
 						ev->data.u64);
 	default:
 		return -EINVAL;
@@ -415,7 +416,7 @@ void port_revalidate(struct port *p)
 
 void port_drop_source(struct wq *q)
 {
-	(void)port__take_source(q, -1);
+	(void)port__take_source(q, NULL);
 }
 
 /*
@@ -427,19 +428,23 @@ void port_drop_source(struct wq *q)
  * the two is reported by the ADD.  An edge-triggered registration whose
  * event was already reported may report it once more.
  */
-int port_demote_source(struct wq *q, int fd)
+int port_demote_source(struct wq *q, struct uobj *src)
 {
-	return port__take_source(q, fd);
+	return port__take_source(q, src);
 }
 
-/* Unlink every item of a dead source, one instance at a time; fd >= 0:
- * register fd in the instance's kernel epoll in its place (DEMOTE). */
-static int port__take_source(struct wq *q, int fd)
+/* Unlink every item of a dead source, one at a time; with src (DEMOTE):
+ * register src's file in the instance's kernel epoll in its place, through
+ * the item's number if that is still one of src's (the kernel's key), else
+ * through another (uobj_number_of), else through the private one: the
+ * registration lives as long as the file (epoll(7)), and the program can
+ * no longer name it by a number it closed anyway. */
+static int port__take_source(struct wq *q, struct uobj *src)
 {
 	struct epoll_event ev;
 	struct item *it;
 	struct port *p;
-	int r, err = 0;
+	int r, fd = -1, err = 0;
 
 	for (;;) {
 		lock_take(&q->lock);
@@ -458,11 +463,12 @@ static int port__take_source(struct wq *q, int fd)
 
 		lock_take(&p->mtx);
 		lock_take(&q->lock);
-		it = wq_find(q, p);
+		it = wq_find(q, p, -1);
 		if (it) {
 			ev.events = atomic_load_explicit(&it->events,
 							 memory_order_relaxed);
 			ev.data.u64 = it->data;
+			fd = it->fd;
 			wq_unlink(q, it);
 		}
 		lock_drop(&q->lock);
@@ -471,8 +477,10 @@ static int port__take_source(struct wq *q, int fd)
 			port_revalidate(p);
 		}
 		lock_drop(&p->mtx);
-		if (it && fd >= 0) {
-			r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
+		if (it && src) {
+			fd = uobj_number_of(src, fd);
+			r = port__ctl_kernel(p, EPOLL_CTL_ADD,
+					     fd >= 0 ? fd : src->kfd, &ev);
 			if (r < 0 && !err)
 				err = r;
 		}

@@ -47,9 +47,10 @@ void port_revalidate(struct port *p);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
 /* A demoted source (DEMOTE in eventfd.c, its wq marked dead): each item
- * becomes a registration of fd in its instance's kernel epoll.  0, or the
- * first error of an ADD that failed. */
-int port_demote_source(struct wq *q, int fd);
+ * becomes a registration of the source's file in its instance's kernel
+ * epoll, through the item's own number.  0, or the first error of an ADD
+ * that failed. */
+int port_demote_source(struct wq *q, struct uobj *src);
 extern const struct uobj_ops port_ops;
 /* The batching policy (UEPOLL_CTL_MIN_WAIT, uepoll_batch): set (if set) and
  * return the old one in *old (if old); -EINVAL for bad values. */

@@ -61,22 +61,23 @@ static struct {
 			    const sigset_t *sigmask);
 	int (*ppoll)(struct pollfd *pfd, nfds_t n,
 		     const struct timespec *timeout, const sigset_t *sigmask);
+	int (*fcntl)(int fd, int cmd, ...);
 } sys__libc = {
-	syscall, read, write, close, epoll_pwait, epoll_pwait2, ppoll,
+	syscall, read, write, close, epoll_pwait, epoll_pwait2, ppoll, fcntl,
 };
 
 int sys_bind_libc(void)
 {
 	void *h = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-	void *f[7];
-	static const char *const names[7] = {
+	void *f[8];
+	static const char *const names[8] = {
 		"syscall", "read", "write", "close",
-		"epoll_pwait", "epoll_pwait2", "ppoll",
+		"epoll_pwait", "epoll_pwait2", "ppoll", "fcntl",
 	};
 
 	if (!h)
 		return -ENOSYS;
-	for (int i = 0; i < 7; i++) {
+	for (int i = 0; i < 8; i++) {
 		f[i] = dlsym(h, names[i]);
 		if (!f[i]) {
 			dlclose(h);
@@ -96,6 +97,7 @@ int sys_bind_libc(void)
 	sys__libc.ppoll = (int (*)(struct pollfd *, nfds_t,
 				   const struct timespec *,
 				   const sigset_t *))f[6];
+	sys__libc.fcntl = (int (*)(int, int, ...))f[7];
 	return 0;
 }
 
@@ -393,6 +395,11 @@ ssize_t sys_pass_read(int fd, void *buf, size_t n)
 ssize_t sys_pass_write(int fd, const void *buf, size_t n)
 {
 	return sys__libc.write(fd, buf, n);
+}
+
+int sys_pass_fcntl(int fd, int cmd, void *arg)
+{
+	return sys__libc.fcntl(fd, cmd, arg);
 }
 
 int sys_pass_close(int fd)

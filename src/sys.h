@@ -73,6 +73,8 @@ short sys_poll_now(int fd, short events);
 ssize_t sys_pass_read(int fd, void *buf, size_t n);
 ssize_t sys_pass_write(int fd, const void *buf, size_t n);
 int sys_pass_close(int fd);
+/* fcntl(2) with its one argument (F_SETLKW sleeps: a cancellation point). */
+int sys_pass_fcntl(int fd, int cmd, void *arg);
 int sys_pass_epoll_pwait(int epfd, struct epoll_event *evs, int max,
 			 int timeout, const sigset_t *sigmask);
 int sys_pass_epoll_pwait2(int epfd, struct epoll_event *evs, int max,

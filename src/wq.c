@@ -47,14 +47,14 @@ void wq_count(struct wq *q, struct item *it, uint32_t events)
 		atomic_fetch_add(&q->nout, out ? 1 : (unsigned)-1);
 }
 
-struct item *wq_find(struct wq *q, const struct port *p)
+struct item *wq_find(struct wq *q, const struct port *p, int fd)
 {
 	struct list *l;
 
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
-		if (it->port == p)
+		if (it->port == p && (fd < 0 || it->fd == fd))
 			return it;
 	}
 	return NULL;

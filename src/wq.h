@@ -38,7 +38,9 @@ void wq_unlink(struct wq *q, struct item *it);
  * unlinked).  Called after the mask is stored, before the source is polled. */
 void wq_count(struct wq *q, struct item *it, uint32_t events);
 
-struct item *wq_find(struct wq *q, const struct port *p);
+/* p's item of the source registered through number fd (the kernel's key:
+ * file and number), or any of p's items if fd < 0. */
+struct item *wq_find(struct wq *q, const struct port *p, int fd);
 /* Deliver a readiness change with poll key `key` to the watchers: every
  * non-exclusive one, and exclusive ones in order until one instance that has
  * a thread blocked in a wait took it.  With `defer` (a coalescing ueventfd's
