@@ -126,14 +126,15 @@ int uepoll_close(int fd);
 
 /*
  * Fold a ueventfd back into the kernel eventfd it stands for, with its exact
- * counter, while other threads use it: from then on fd is a plain kernel
- * eventfd (for another process, an exec'd program, any library); the
- * instances that watch it keep watching it.  0, or -1 + errno (an instance:
- * EOPNOTSUPP).  fork() does it to every ueventfd.  See uepoll_demote(3).
+ * counter, or an instance into its kernel epoll, with every registration,
+ * while other threads use it: from then on fd is a plain kernel object (for
+ * another process, an exec'd program, any library); the instances that
+ * watch a ueventfd keep watching it.  0, or -1 + errno.  fork() does it to
+ * every ueventfd.  See uepoll_demote(3).
  */
 int uepoll_demote(int fd);
-/* uepoll_demote() of every ueventfd that execve() would keep open (no
- * FD_CLOEXEC): call it before execve.  See uepoll_demote(3). */
+/* uepoll_demote() of every ueventfd and instance that execve() would keep
+ * open (no FD_CLOEXEC): call it before execve.  See uepoll_demote(3). */
 int uepoll_demote_exec(void);
 
 /*

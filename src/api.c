@@ -284,8 +284,8 @@ UEPOLL_API int uepoll_demote(int fd)
 
 	if (!o) /* a kernel object already, if open */
 		return (int)api__ret(sys_fcntl_getfl(fd) < 0 ? -EBADF : 0);
-	if (o->type != UOBJ_EVENTFD)
-		r = -EOPNOTSUPP; /* an instance: not yet (uepoll_demote(3)) */
+	if (o->type == UOBJ_PORT)
+		r = port_demote((struct port *)o);
 	else
 		r = uefd_demote((struct uefd *)o);
 	uobj_put(o);

@@ -838,6 +838,12 @@ bool uefd_demoting(struct uefd *e)
 	       UEFD_LIVE;
 }
 
+void uefd_watched_outside(struct uefd *e)
+{
+	atomic_store(&e->nopoll, false);
+	uefd__sync(e);
+}
+
 void uefd_demote_wait(struct uefd *e)
 {
 	int s;

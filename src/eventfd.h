@@ -79,6 +79,9 @@ uint32_t uefd_poll(struct uefd *e);
 int uefd_demote(struct uefd *e);
 /* Has a demotion begun? (relaxed) */
 bool uefd_demoting(struct uefd *e);
+/* Something outside uepoll (a demoted instance's kernel epoll) watches the
+ * fd from now on: UEVENTFD_NOPOLL ends, and the fd is made exact. */
+void uefd_watched_outside(struct uefd *e);
 /* Wait until a demotion that has begun is over. */
 void uefd_demote_wait(struct uefd *e);
 /* ueventfd_coalesce(): set may be NULL (read only), old may be NULL. */

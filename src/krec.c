@@ -171,6 +171,8 @@ static void krec__set_fd(struct krec *n, int fd, const struct epoll_event *ev,
 	atomic_store_explicit(&n->urgent, (ev->events & EPOLLURGENT) != 0,
 			      memory_order_relaxed);
 	atomic_store_explicit(&n->kevents, kevents, memory_order_relaxed);
+	atomic_store_explicit(&n->kreg, kevents, memory_order_relaxed);
+	atomic_store_explicit(&n->disarmed, false, memory_order_relaxed);
 	atomic_store_explicit(&n->fd, fd, memory_order_release);
 }
 
@@ -305,6 +307,10 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 	int r;
 
 	lock_take(&p->mtx);
+	if (port_demoting(p)) { /* DEMOTE in port.c: the kernel's now */
+		lock_drop(&p->mtx);
+		return -ESTALE;
+	}
 	/* The fd's record, or one left by an fd closed without DEL (the
 	 * kernel dropped that registration). */
 	n = krec__find(p, NULL, fd);
@@ -403,6 +409,8 @@ static void krec__nest_set(struct krec *n, const struct epoll_event *ev,
 	*kev = *ev;
 	kev->events &= ~EPOLLURGENT;
 	kev->data.u64 = krec__data(n);
+	atomic_store_explicit(&n->kreg, kev->events, memory_order_relaxed);
+	atomic_store_explicit(&n->disarmed, false, memory_order_relaxed);
 }
 
 static int krec__nest_add(struct port *p, struct port *inner, int fd,
@@ -467,6 +475,10 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	    inner == p || (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE)))
 		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
 	lock_take(&p->mtx);
+	if (port_demoting(p)) { /* DEMOTE in port.c: the kernel's now */
+		lock_drop(&p->mtx);
+		return -ESTALE;
+	}
 	n = krec__find(p, inner, fd);
 	if (n && !krec__is(n, inner)) {
 		/* Left by a closed instance whose memory and fd number inner
@@ -512,6 +524,8 @@ struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out)
 	out->urgent = atomic_load_explicit(&n->urgent, memory_order_relaxed);
 	out->rr_events = atomic_load_explicit(&n->rr_events,
 					      memory_order_relaxed);
+	out->oneshot = atomic_load_explicit(&n->kreg, memory_order_relaxed) &
+		       EPOLLONESHOT;
 	atomic_thread_fence(memory_order_acquire);
 	t2 = atomic_load_explicit(&n->tag, memory_order_relaxed);
 	if (t1 != t2 || (t1 & 0xffff) != tag)
@@ -584,6 +598,45 @@ static bool krec__ready(struct port *p, int depth)
 	/* What is left readable is kernel fds, watched instances (or a ring
 	 * that just came). */
 	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
+}
+
+void krec_demote(struct port *p)
+{
+	struct epoll_event ev;
+	struct krec *n;
+	uint32_t kreg;
+	int fd;
+
+	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
+	     n = n->next) {
+		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
+		if (fd < 0)
+			continue;
+		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
+		ev.events = atomic_load_explicit(&n->disarmed,
+						 memory_order_relaxed)
+				    ? kreg & UEP_PRIVATE_BITS
+				    : kreg;
+		ev.data.u64 = atomic_load_explicit(&n->data,
+						   memory_order_relaxed);
+		/* An exclusive registration cannot be modified: made again
+		 * (the ADD polls the fd, so a readiness of the moment between
+		 * is reported).  A failure means the fd was closed: the
+		 * kernel dropped the registration already. */
+		if (kreg & EPOLLEXCLUSIVE) {
+			if (krec_kctl(p, EPOLL_CTL_DEL, fd, NULL) == 0)
+				(void)krec_kctl(p, EPOLL_CTL_ADD, fd, &ev);
+		} else {
+			(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &ev);
+		}
+		/* Events the kernel gave with the record's data before this
+		 * are dropped as stale by the harvest that has them: the
+		 * kernel queued the registration again if it was ready. */
+		if (atomic_load_explicit(&n->inner, memory_order_relaxed))
+			krec__free(n); /* still watched: see krec.h */
+		else
+			krec__fd_drop(p, n);
+	}
 }
 
 /* The instance is being released, its kernel epoll closed: free its records

@@ -40,6 +40,12 @@ struct krec {
 	/* An edge-triggered round-robin registration took an event: its move
 	 * to the back of the line waits until the fd is drained (RR-ET). */
 	_Atomic bool rr_owed;
+	/* The events the kernel registration has (ours taken out), stored
+	 * with the other fields; and whether a harvest reported an
+	 * EPOLLONESHOT one since (the kernel disarmed it): what a demotion
+	 * gives the kernel back with the user's data (DEMOTE in port.c). */
+	_Atomic uint32_t kreg;
+	_Atomic bool disarmed;
 };
 
 /* What krec_of found for an event's data. */
@@ -63,7 +69,7 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
  */
 struct krec_view {
 	uint64_t data;
-	bool nested, urgent;
+	bool nested, urgent, oneshot;
 	uint32_t rr_events;
 };
 struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out);
@@ -77,6 +83,18 @@ void krec_rr_settle(struct port *p);
 /* Does the nested instance of record n really have something? (depth: of
  * the nesting, bounds the recursion) */
 bool krec_nest_ready(struct krec *n, int depth);
+/* A harvest reported an event of one-shot record n: the kernel disarmed
+ * its registration. */
+static inline void krec_disarmed(struct krec *n)
+{
+	atomic_store_explicit(&n->disarmed, true, memory_order_relaxed);
+}
+/* DEMOTE (port.c; mtx held, ctl shut out): give every recorded
+ * registration the user's data and events back in the kernel (a disarmed
+ * one-shot stays disarmed) and free the records; a nested instance stays
+ * counted as watched for good (its fd, now in a kernel epoll, stays
+ * exact). */
+void krec_demote(struct port *p);
 /* Free p's records at its release (no thread can reach p any more). */
 void krec_release(struct port *p);
 

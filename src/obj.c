@@ -390,7 +390,8 @@ void uobj_close(struct uobj *o)
  * eventfd.  Those made after the fork are accelerated again, in each.  The
  * objects are collected under obj__lock, with a reference each, and
  * demoted outside it (a demotion takes instances' locks).  exec_only: only
- * those whose number an execve() would keep (no FD_CLOEXEC).  Returns the
+ * those whose number an execve() would keep (no FD_CLOEXEC), and instances
+ * too (a fork keeps them: FORK in port.c).  Returns the
  * first error of a demotion (-ENOMEM if the list could not be made).
  */
 /* Would an execve() keep o open: has it a number without FD_CLOEXEC?
@@ -415,8 +416,10 @@ static int obj__demote_all(bool exec_only)
 		lock_take(&obj__lock);
 		n = 0;
 		obj__each(o, l) {
-			if (o->type != UOBJ_EVENTFD || o->fd < 0 ||
-			    uefd_demoting((struct uefd *)o) ||
+			if (o->fd < 0 ||
+			    (o->type == UOBJ_EVENTFD
+				     ? uefd_demoting((struct uefd *)o)
+				     : !exec_only) ||
 			    (exec_only && !obj__inherited(o)))
 				continue;
 			if (n < cap && uobj_tryget(o))
@@ -438,7 +441,9 @@ static int obj__demote_all(bool exec_only)
 			return -ENOMEM; /* they stay as they are */
 	}
 	for (size_t i = 0; i < n; i++) {
-		e = uefd_demote((struct uefd *)v[i]);
+		e = v[i]->type == UOBJ_EVENTFD
+			    ? uefd_demote((struct uefd *)v[i])
+			    : port_demote((struct port *)v[i]);
 		if (e < 0 && !r)
 			r = e;
 		uobj_put(v[i]);

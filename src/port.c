@@ -78,6 +78,11 @@ struct bell *port_bell(struct port *p)
 	return &p->bell;
 }
 
+/* nkernel's bias for a kernel epoll whose registrations this process does
+ * not all see (fork_prepare) or that is being made the whole instance
+ * (DEMOTE): a wait always looks at it. */
+#define PORT__SHARED_NKERNEL (1 << 24)
+
 /* Incarnations of instances (port->gen). */
 static _Atomic uint64_t port__gens;
 
@@ -118,6 +123,7 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->krecs, NULL);
 	atomic_init(&p->nfdrec, 0);
 	atomic_init(&p->rr_owed, 0);
+	atomic_init(&p->demote, PORT_LIVE);
 	batch_policy_init(&p->batch);
 	atomic_init(&p->bgen, 0);
 	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
@@ -257,6 +263,10 @@ static int port__add_user(struct port *p, struct wq *q, struct uobj *src,
 	struct item *it;
 
 	lock_take(&p->mtx);
+	if (port_demoting(p)) {
+		lock_drop(&p->mtx);
+		return -ESTALE;
+	}
 	lock_take(&q->lock);
 	it = wq_find(q, p, fd);
 	if (it || q->dead) {
@@ -330,6 +340,10 @@ static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
 		uefd_demote_wait(src);
 		r = port__ctl_kernel(p, op, fd, ev);
 	}
+	/* The instance's demotion took the item (a MOD or DEL that found
+	 * none): the kernel has it now. */
+	if (r == -ENOENT && port_demoting(p))
+		r = -ESTALE;
 	return r;
 }
 
@@ -382,13 +396,42 @@ static int port__ctl_kernel(struct port *p, int op, int fd,
 	return krec_kctl(p, op, fd, ev);
 }
 
+/* DEMOTE: until the demotion is over (DEMOTED: 1), or undone (LIVE: 0). */
+static int port__demote_wait(struct port *p)
+{
+	int s;
+
+	/* acquire: pairs with the demotion's release of its end state. */
+	while ((s = atomic_load_explicit(&p->demote, memory_order_acquire)) ==
+	       PORT_DEMOTING)
+		sys_futex_wait(&p->demote, s);
+	return s == PORT_DEMOTED;
+}
+
+static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev);
+
 int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 {
-	struct uobj *src;
 	int r;
 
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
+	for (;;) {
+		if (likely(!port_demoting(p)) &&
+		    (r = port__ctl(p, op, fd, ev)) != -ESTALE)
+			return r;
+		/* DEMOTE: once it is over, the instance is its kernel epoll
+		 * (records and items made kernel registrations). */
+		if (port__demote_wait(p))
+			return krec_kctl(p, op, fd, ev);
+	}
+}
+
+static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
+{
+	struct uobj *src;
+	int r;
+
 	if (op == UEPOLL_CTL_MIN_WAIT)
 		return batch_set_min_wait(&p->batch, ev->data.u64);
 	src = fdtab_get(fd);
@@ -488,6 +531,104 @@ static int port__take_source(struct wq *q, struct uobj *src)
 	}
 }
 
+/*
+ * DEMOTE: the instance becomes the kernel epoll it stands for (its public
+ * number), with every registration, while other threads use it.
+ *  - PORT_DEMOTING shuts ctl out: a ctl under mtx that sees it (or a MOD
+ *    or DEL whose item the demotion took) waits for the end and is then
+ *    made on the kernel epoll (port_ctl).
+ *  - Under mtx: each item is taken from its source and the instance; every
+ *    record's registration gets the user's data and events back (krec.c);
+ *    the doorbell leaves the kernel epoll.
+ *  - Outside it: each item's source is registered in the kernel epoll,
+ *    through the item's number (the kernel's key) if it is still one of
+ *    the source's, with the item's mask (a disarmed one-shot keeps only the
+ *    flags, as the kernel's) and data; a ueventfd's fd is made exact
+ *    first (UEVENTFD_NOPOLL ends), so the ADD's poll sees its state.
+ *  - DEMOTED; every number unpublished: uepoll's calls on them go to the
+ *    kernel from then on.
+ * A wait in flight meanwhile goes on as a uepoll wait that finds nothing
+ * in userspace: it looks at the kernel epoll (nkernel is raised first) and
+ * sleeps there, where every registration is, or will be after its ADD,
+ * which wakes it.  What cannot be carried: an edge-triggered registration
+ * whose event was reported already may report it once more (the ADD polls
+ * it), a one-shot one that fires during the demotion may fire once more,
+ * and the batching policy, FIFO wakeups and round robin end.
+ */
+struct port__moved {
+	struct uobj *src;
+	int fd;
+	struct epoll_event ev;
+};
+
+int port_demote(struct port *p)
+{
+	struct port__moved *v = NULL;
+	struct list *l;
+	struct item *it;
+	size_t n = 0, cap = 0;
+	int s = PORT_LIVE, r = 0, e;
+
+	if (!atomic_compare_exchange_strong(&p->demote, &s, PORT_DEMOTING))
+		return port__demote_wait(p) ? 0 : port_demote(p);
+	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <
+	    PORT__SHARED_NKERNEL / 2)
+		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
+	lock_take(&p->mtx);
+	list_for_each(l, &p->items)
+		cap++;
+	if (cap && !(v = malloc(cap * sizeof(*v)))) {
+		lock_drop(&p->mtx);
+		atomic_store_explicit(&p->demote, PORT_LIVE,
+				      memory_order_release);
+		sys_futex_wake_all(&p->demote);
+		return -ENOMEM;
+	}
+	while (!list_empty(&p->items)) {
+		struct wq *q;
+
+		it = container_of(p->items.next, struct item, portlink);
+		q = &((struct uefd *)it->src)->wq;
+		lock_take(&q->lock);
+		wq_unlink(q, it);
+		lock_drop(&q->lock);
+		/* A source at no reference is being released: its last number
+		 * is closed, and its registrations go with it. */
+		if (uobj_tryget(it->src)) {
+			v[n].src = it->src;
+			v[n].fd = it->fd;
+			v[n].ev.events =
+				atomic_load_explicit(&it->events,
+						     memory_order_relaxed) &
+				~(EPOLLROUNDROBIN | EPOLLURGENT);
+			v[n].ev.data.u64 = it->data;
+			n++;
+		}
+		port__free_item(p, it);
+	}
+	krec_demote(p);
+	(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, bell_fd(&p->bell),
+			    NULL);
+	lock_drop(&p->mtx);
+	for (size_t i = 0; i < n; i++) {
+		int fd;
+
+		if (v[i].src->type == UOBJ_EVENTFD)
+			uefd_watched_outside((struct uefd *)v[i].src);
+		fd = uobj_number_of(v[i].src, v[i].fd);
+		e = krec_kctl(p, EPOLL_CTL_ADD, fd >= 0 ? fd : v[i].src->kfd,
+			      &v[i].ev);
+		if (e < 0 && !r)
+			r = e;
+		uobj_put(v[i].src);
+	}
+	free(v);
+	atomic_store_explicit(&p->demote, PORT_DEMOTED, memory_order_release);
+	sys_futex_wake_all(&p->demote);
+	uobj_unpublish_all(&p->obj);
+	return r;
+}
+
 /* The last reference is gone.  Idempotent up to uobj_free (FORK in
  * obj.c): items are unlinked one at a time and the fds closed and
  * forgotten under mtx, so that a forked child finishes what is left. */
@@ -533,7 +674,6 @@ static void port__close(struct uobj *o)
  * this one will not see: nkernel ("never below the true number") never
  * reaches 0 again, in either process, so waits always look at the kernel
  * epoll (a zero-timeout wait makes its one system call). */
-#define PORT__SHARED_NKERNEL (1 << 24)
 static void port__fork_prepare(struct uobj *o)
 {
 	struct port *p = (struct port *)o;

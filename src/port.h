@@ -51,6 +51,10 @@ void port_drop_source(struct wq *q);
  * epoll, through the item's own number.  0, or the first error of an ADD
  * that failed. */
 int port_demote_source(struct wq *q, struct uobj *src);
+/* DEMOTE: make p the plain kernel epoll it stands for, with every
+ * registration, while other threads use it; 0 or -errno (the first failed
+ * kernel ADD of a ueventfd's registration). */
+int port_demote(struct port *p);
 extern const struct uobj_ops port_ops;
 /* The batching policy (UEPOLL_CTL_MIN_WAIT, uepoll_batch): set (if set) and
  * return the old one in *old (if old); -EINVAL for bad values. */

@@ -38,6 +38,9 @@ struct port {
 	/* Edge-triggered round-robin registrations whose move to the back of
 	 * their fd's wait queue is owed (krec_rr_settle). */
 	_Atomic int rr_owed;
+	/* DEMOTE (port.c): PORT_LIVE, PORT_DEMOTING, PORT_DEMOTED; a futex
+	 * word (release/acquire: the demotion's changes before DEMOTED). */
+	_Atomic int demote;
 	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
 	 * by a holder that found this object through its fd and address. */
 	_Atomic uint64_t gen;
@@ -64,6 +67,16 @@ struct port {
 	 * nothing, on a line of its own. */
 	_Alignas(UEPOLL_CACHELINE) struct spin spin;
 };
+
+enum { PORT_LIVE = 0, PORT_DEMOTING = 1, PORT_DEMOTED = 2 };
+
+/* A demotion has begun (DEMOTE in port.c): ctl, under mtx, leaves it to
+ * the kernel (-ESTALE: port_ctl asks the kernel once it is over). */
+static inline bool port_demoting(struct port *p)
+{
+	return atomic_load_explicit(&p->demote, memory_order_relaxed) !=
+	       PORT_LIVE;
+}
 
 /* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN */
 /* Signalers write the doorbell's line; waiters write the ready queue's

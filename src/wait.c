@@ -128,6 +128,8 @@ again:
 				krec_rr_took(p, n);
 			if (kc && v.urgent)
 				kc->urgent = true;
+			if (v.oneshot)
+				krec_disarmed(n); /* DEMOTE in port.c */
 			evs[i].data.u64 = v.data;
 		}
 		if (kc && wait__merge(kc, evs, &evs[i]))

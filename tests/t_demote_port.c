@@ -1,0 +1,311 @@
+/*
+ * t_demote_port: uepoll_demote() of an instance makes it the kernel epoll
+ * it stands for, with every registration, while other threads use it.
+ *  - Differential: one script on kernel objects and on uepoll's (the
+ *    instance demoted half-way; on the kernel side that step does
+ *    nothing): ueventfds (level, edge drained before, a disarmed one-shot,
+ *    two registrations of one ueventfd through a dup), a pipe, a pipe
+ *    registered EPOLLEXCLUSIVE (EPOLLROUNDROBIN on uepoll's side: a
+ *    record), one with EPOLLURGENT (a record), a nested instance holding a
+ *    ueventfd.  After every step the results, errno, the events of a
+ *    zero-timeout wait (through uepoll_wait, then through the kernel's
+ *    epoll_wait on the same number) and poll() of the instance's fd are
+ *    logged; the logs must be equal.  After the demotion the one-shot stays
+ *    disarmed until MOD, DEL/MOD through the numbers are the kernel's, and
+ *    a ueventfd write (the ueventfds stay uepoll's) wakes the kernel epoll,
+ *    directly or through the nested instance.
+ *  - Concurrency: two threads blocked in uepoll_wait, a writer, and a
+ *    thread doing MOD on another registration keep going while the main
+ *    thread demotes: every write is read once (the sum balances), no MOD
+ *    fails, and the waiters see the events after the demotion.
+ */
+#include "testlib.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+struct be {
+	int (*epc)(int);
+	int (*ctl)(int, int, int, struct epoll_event *);
+	int (*wait)(int, struct epoll_event *, int, int);
+	int (*efd)(unsigned int, int);
+	ssize_t (*rd)(int, void *, size_t);
+	ssize_t (*wr)(int, const void *, size_t);
+	int (*cl)(int);
+	int (*dup)(int);
+	int (*demote)(int);
+	uint32_t rr, urgent; /* uepoll's bits, 0 on the kernel */
+};
+
+static int k_demote(int fd)
+{
+	(void)fd;
+	return 0;
+}
+
+static const struct be kern = {
+	epoll_create1, epoll_ctl, epoll_wait, eventfd, read, write, close,
+	dup, k_demote, 0, 0,
+};
+static const struct be uep = {
+	uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd, uepoll_read,
+	uepoll_write, uepoll_close, uepoll_dup, uepoll_demote,
+	EPOLLROUNDROBIN, EPOLLURGENT,
+};
+
+#define LOGMAX 1024
+struct log {
+	long v[LOGMAX];
+	int n;
+};
+
+static void put(struct log *l, long v)
+{
+	if (l->n < LOGMAX)
+		l->v[l->n++] = v;
+}
+
+static void res(struct log *l, long r)
+{
+	put(l, r < 0 ? -errno : r);
+}
+
+static void events(struct log *l, struct epoll_event *ev, int n)
+{
+	res(l, n);
+	if (n > 0) {
+		t_sort_events(ev, n);
+		for (int i = 0; i < n; i++) {
+			put(l, (long)ev[i].data.u64);
+			put(l, ev[i].events);
+		}
+	}
+}
+
+/* A zero-timeout wait through the backend, then poll() of the fd. */
+static void look(struct log *l, const struct be *b, int ep)
+{
+	struct epoll_event ev[16];
+	struct pollfd p = { .fd = ep, .events = POLLIN };
+
+	events(l, ev, b->wait(ep, ev, 16, 0));
+	res(l, poll(&p, 1, 0));
+	put(l, p.revents);
+}
+
+/* The kernel's own epoll_wait on the number (after the demotion). */
+static void klook(struct log *l, int ep)
+{
+	struct epoll_event ev[16];
+
+	events(l, ev, epoll_wait(ep, ev, 16, 0));
+}
+
+static int reg(const struct be *b, int ep, int op, int fd, uint32_t e,
+	       uint64_t data)
+{
+	struct epoll_event ev = { .events = e, .data.u64 = data };
+
+	return b->ctl(ep, op, fd, &ev);
+}
+
+static void wrv(struct log *l, const struct be *b, int fd, uint64_t v)
+{
+	res(l, b->wr(fd, &v, 8));
+}
+
+static void rdv(struct log *l, const struct be *b, int fd)
+{
+	uint64_t v = 0;
+	ssize_t r = b->rd(fd, &v, 8);
+
+	res(l, r);
+	put(l, r == 8 ? (long)v : -1);
+}
+
+static void script(const struct be *b, struct log *l)
+{
+	int ep = b->epc(0), in = b->epc(0);
+	int lt = b->efd(1, EFD_NONBLOCK), et = b->efd(1, EFD_NONBLOCK),
+	    os = b->efd(1, EFD_NONBLOCK), nst = b->efd(0, EFD_NONBLOCK), two;
+	int p[2], x[2], u[2], o[2];
+	uint64_t v = 1;
+
+	REQUIRE(ep >= 0 && in >= 0 && lt >= 0 && et >= 0 && os >= 0 &&
+		nst >= 0);
+	REQUIRE(pipe2(p, O_NONBLOCK) == 0 && pipe2(x, O_NONBLOCK) == 0 &&
+		pipe2(u, O_NONBLOCK) == 0 && pipe2(o, O_NONBLOCK) == 0);
+	two = b->dup(lt);
+	REQUIRE(two >= 0);
+	res(l, reg(b, ep, EPOLL_CTL_ADD, lt, EPOLLIN, 1));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, two, EPOLLIN | EPOLLOUT, 11));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, et, EPOLLIN | EPOLLET, 2));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, os, EPOLLIN | EPOLLONESHOT, 3));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, p[0], EPOLLIN, 4));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, x[0],
+		   EPOLLIN | EPOLLEXCLUSIVE | b->rr, 5));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, u[0], EPOLLIN | b->urgent, 6));
+	/* A one-shot record (urgent), ready: the first look disarms it. */
+	res(l, reg(b, ep, EPOLL_CTL_ADD, o[0],
+		   EPOLLIN | EPOLLONESHOT | b->urgent, 8));
+	res(l, write(o[1], "o", 1));
+	res(l, reg(b, in, EPOLL_CTL_ADD, nst, EPOLLIN, 70));
+	res(l, reg(b, ep, EPOLL_CTL_ADD, in, EPOLLIN, 7));
+	look(l, b, ep); /* fires the one-shot, the edge */
+	rdv(l, b, et);	/* drained: no edge owed */
+	res(l, write(x[1], "x", 1));
+	look(l, b, ep);
+	/* The demotion, with the exclusive pipe ready and the one-shot
+	 * disarmed. */
+	res(l, b->demote(ep));
+	look(l, b, ep);
+	klook(l, ep);
+	res(l, read(x[0], &v, 1));
+	wrv(l, b, et, 3); /* a new edge */
+	klook(l, ep);
+	klook(l, ep);
+	wrv(l, b, nst, 1); /* through the nested instance */
+	look(l, b, ep);
+	res(l, write(u[1], "u", 1));
+	look(l, b, ep);
+	res(l, reg(b, ep, EPOLL_CTL_MOD, os, EPOLLIN, 33)); /* re-armed */
+	klook(l, ep);
+	res(l, reg(b, ep, EPOLL_CTL_MOD, o[0], EPOLLIN, 88)); /* re-armed */
+	klook(l, ep);
+	res(l, reg(b, ep, EPOLL_CTL_MOD, two, EPOLLIN, 12));
+	rdv(l, b, lt);
+	res(l, write(p[1], "p", 1));
+	klook(l, ep);
+	res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0));
+	res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0)); /* ENOENT */
+	res(l, reg(b, ep, EPOLL_CTL_MOD, x[0], EPOLLIN, 5)); /* EINVAL */
+	res(l, b->cl(two));
+	look(l, b, ep);
+	res(l, b->cl(lt));
+	res(l, b->cl(et));
+	res(l, b->cl(os));
+	res(l, b->cl(nst));
+	res(l, b->cl(in));
+	look(l, b, ep);
+	res(l, b->cl(ep));
+	for (int i = 0; i < 2; i++) {
+		close(p[i]);
+		close(x[i]);
+		close(u[i]);
+		close(o[i]);
+	}
+}
+
+static void differential(void)
+{
+	struct log k = { .n = 0 }, u = { .n = 0 };
+
+	script(&kern, &k);
+	script(&uep, &u);
+	CHECK_EQ(k.n, u.n);
+	if (getenv("T_DUMP"))
+		for (int j = 0; j < k.n || j < u.n; j++)
+			fprintf(stderr, "%3d %10ld %10ld\n", j,
+				j < k.n ? k.v[j] : -999, j < u.n ? u.v[j] : -999);
+	for (int j = 0; j < k.n && j < u.n; j++)
+		if (k.v[j] != u.v[j]) {
+			fprintf(stderr, "entry %d: kernel %ld, uepoll %ld\n", j,
+				k.v[j], u.v[j]);
+			t_failures++;
+			break;
+		}
+}
+
+/* ---- concurrency -------------------------------------------------------- */
+
+#define NWRITES 20000
+static int c_ep, c_efd, c_other;
+static _Atomic uint64_t c_read;
+static _Atomic int c_stop, c_mod_fail;
+
+static void *c_waiter(void *arg)
+{
+	struct epoll_event ev;
+	uint64_t v;
+
+	while (!atomic_load(&c_stop)) {
+		int n = uepoll_wait(c_ep, &ev, 1, 50);
+
+		if (n == 1 && ev.data.u64 == 1 && uepoll_read(c_efd, &v, 8) == 8)
+			atomic_fetch_add(&c_read, v);
+	}
+	return arg;
+}
+
+static void *c_writer(void *arg)
+{
+	for (int i = 0; i < NWRITES; i++) {
+		if (ueventfd_write(c_efd, 1) < 0) {
+			t_failures++;
+			break;
+		}
+		if (i % 64 == 0)
+			sched_yield();
+	}
+	return arg;
+}
+
+static void *c_modder(void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 2 };
+
+	while (!atomic_load(&c_stop)) {
+		ev.events ^= EPOLLOUT;
+		if (uepoll_ctl(c_ep, EPOLL_CTL_MOD, c_other, &ev) < 0)
+			atomic_fetch_add(&c_mod_fail, 1);
+	}
+	return arg;
+}
+
+static void concurrency(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	pthread_t w[2], wr, md;
+	uint64_t v;
+	int i;
+
+	c_ep = uepoll_create1(0);
+	c_efd = ueventfd(0, EFD_NONBLOCK);
+	c_other = ueventfd(0, EFD_NONBLOCK);
+	REQUIRE(c_ep >= 0 && c_efd >= 0 && c_other >= 0);
+	REQUIRE(uepoll_ctl(c_ep, EPOLL_CTL_ADD, c_efd, &ev) == 0);
+	ev.data.u64 = 2;
+	REQUIRE(uepoll_ctl(c_ep, EPOLL_CTL_ADD, c_other, &ev) == 0);
+	for (i = 0; i < 2; i++)
+		REQUIRE(pthread_create(&w[i], NULL, c_waiter, NULL) == 0);
+	REQUIRE(pthread_create(&md, NULL, c_modder, NULL) == 0);
+	REQUIRE(pthread_create(&wr, NULL, c_writer, NULL) == 0);
+	t_sleep_ms(20);
+	CHECK_EQ(uepoll_demote(c_ep), 0);
+	pthread_join(wr, NULL);
+	/* The waiters take what is left (the writer is done). */
+	for (i = 0; i < 400 && atomic_load(&c_read) < NWRITES; i++)
+		t_sleep_ms(25);
+	atomic_store(&c_stop, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(w[i], NULL);
+	pthread_join(md, NULL);
+	if (uepoll_read(c_efd, &v, 8) == 8)
+		atomic_fetch_add(&c_read, v);
+	CHECK_EQ(atomic_load(&c_read), (uint64_t)NWRITES);
+	CHECK_EQ(atomic_load(&c_mod_fail), 0);
+	CHECK_EQ(uepoll_close(c_ep), 0);
+	CHECK_EQ(uepoll_close(c_efd), 0);
+	CHECK_EQ(uepoll_close(c_other), 0);
+}
+
+int main(void)
+{
+	t_begin("t_demote_port");
+	t_watchdog(120);
+	differential();
+	concurrency();
+	return t_end();
+}
