@@ -349,8 +349,11 @@ static void uefd__sync(struct uefd *e)
 			return;
 		/* UEVENTFD_NOPOLL: units only for a sleeper (a counter that
 		 * became non-zero with none there); a stale unit is taken by
-		 * the next reader that would sleep. */
-		if (atomic_load_explicit(&e->nopoll, memory_order_relaxed) &&
+		 * the next reader that would sleep.  seq_cst (a plain load on
+		 * x86): Dekker with the store that ends NOPOLL then syncs
+		 * (DEMOTE, uefd_watched_outside) against this caller's CAS of
+		 * the counter then this load. */
+		if (atomic_load(&e->nopoll) &&
 		    (c == 0 || k != 0))
 			return;
 		/* DEMOTE's gate: raised, then the counter looked at again
