@@ -106,6 +106,33 @@ int main(void)
 	SAME(epoll_pwait2(kep, ev, 4, &ts, &ss),
 	     uepoll_pwait2(uep, ev, 4, &ts, &ss));
 
+	/* A bad sigmask: the kernel's EFAULT whenever the wait would sleep
+	 * (nothing ready, a timeout), on an instance with a ueventfd and
+	 * on one with kernel fds only (uepoll(7): a wait that finds events
+	 * without sleeping returns them). */
+	{
+		const sigset_t *bad = (const sigset_t *)(uintptr_t)8;
+		struct epoll_event e = { .events = EPOLLIN };
+		int kp = epoll_create1(0), up = uepoll_create1(0),
+		    up2 = uepoll_create1(0);
+
+		REQUIRE(kp >= 0 && up >= 0 && up2 >= 0);
+		CHECK_EQ(uepoll_ctl(up, EPOLL_CTL_ADD, uefd, &e), 0);
+		CHECK_EQ(uepoll_ctl(up2, EPOLL_CTL_ADD, pfd[0], &e), 0);
+		CHECK_EQ(epoll_ctl(kp, EPOLL_CTL_ADD, pfd[0], &e), 0);
+		SAME(epoll_pwait(kp, ev, 4, 10, bad),
+		     uepoll_pwait(up, ev, 4, 10, bad));
+		SAME(epoll_pwait(kp, ev, 4, 10, bad),
+		     uepoll_pwait(up2, ev, 4, 10, bad));
+		ts.tv_sec = 0;
+		ts.tv_nsec = 10000000;
+		SAME(epoll_pwait2(kp, ev, 4, &ts, bad),
+		     uepoll_pwait2(up, ev, 4, &ts, bad));
+		close(kp);
+		CHECK_EQ(uepoll_close(up), 0);
+		CHECK_EQ(uepoll_close(up2), 0);
+	}
+
 	/* create1 / create */
 	SAME(epoll_create1(1), uepoll_create1(1));
 	SAME(epoll_create1(-1), uepoll_create1(-1));
