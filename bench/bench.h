@@ -156,7 +156,7 @@ struct scenario {
 };
 
 extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
-	sc_pubsub, sc_accept, sc_minwait, sc_fork;
+	sc_pubsub, sc_accept, sc_minwait, sc_fork, sc_nested;
 
 /* ---- measurement helpers (common.c) ------------------------------------- */
 

@@ -17,7 +17,7 @@
 /* The scenario table: adding a scenario is one line here. */
 static const struct scenario *const scenarios[] = {
 	&sc_herd, &sc_oneshot_mt, &sc_loop, &sc_pingpong, &sc_pubsub,
-	&sc_accept, &sc_minwait, &sc_fork,
+	&sc_accept, &sc_minwait, &sc_fork, &sc_nested,
 };
 #define NSCEN (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
