@@ -51,6 +51,17 @@
  * nested inside the holder's mtx and outside the inner instance's rq->lock.
  * A harvest's check of a nested instance takes no lock of its own (rq->lock
  * through rq_prune).
+ *
+ * SILENT.  An epoll's fd reports EPOLLIN | EPOLLRDNORM and nothing else, so
+ * a nested instance registered without either never fires (perf's `bench
+ * epoll wait -N` registers its chain with EPOLLHUP only).  Its registration
+ * is in the kernel epoll all the same (ctl's answers: EEXIST, ELOOP), but
+ * it is not counted in nkernel, which counts what may fire (a wait need not
+ * look at the kernel epoll for it, nor ring the doorbell to take turns with
+ * it), nor as a watcher of the inner (which need not keep its fd exact for
+ * it).  A MOD that makes it loud counts it (and watches the inner) before
+ * the kernel call, so the kernel's poll then finds the inner's fd exact and
+ * waits look at the kernel; one that makes it silent uncounts it after.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -144,6 +155,7 @@ static void krec__free(struct krec *n)
 	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
 	atomic_store_explicit(&n->urgent, false, memory_order_relaxed);
 	atomic_store_explicit(&n->rr_owed, false, memory_order_relaxed);
+	atomic_store_explicit(&n->silent, false, memory_order_relaxed);
 	atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
 	atomic_store_explicit(&n->inner, NULL, memory_order_release);
 }
@@ -413,6 +425,23 @@ static void krec__nest_set(struct krec *n, const struct epoll_event *ev,
 	atomic_store_explicit(&n->disarmed, false, memory_order_relaxed);
 }
 
+static bool krec__silent(uint32_t events)
+{
+	return !(events & (EPOLLIN | EPOLLRDNORM));
+}
+
+/* SILENT: record n becomes loud (counted, the inner watched) or silent
+ * (mtx held). */
+static void krec__nest_loud(struct port *p, struct krec *n,
+			    struct port *inner, bool loud)
+{
+	if (atomic_load_explicit(&n->silent, memory_order_relaxed) != loud)
+		return;
+	atomic_store_explicit(&n->silent, !loud, memory_order_relaxed);
+	atomic_fetch_add(&p->nkernel, loud ? 1 : -1);
+	krec__set_watched(inner, loud ? 1 : -1);
+}
+
 static int krec__nest_add(struct port *p, struct port *inner, int fd,
 			  const struct epoll_event *ev)
 {
@@ -429,11 +458,14 @@ static int krec__nest_add(struct port *p, struct port *inner, int fd,
 						   memory_order_relaxed),
 			      memory_order_relaxed);
 	atomic_store_explicit(&n->inner, inner, memory_order_release);
-	/* Watched before the kernel looks at it, so its fd is exact then. */
-	krec__set_watched(inner, 1);
-	r = krec_kctl(p, EPOLL_CTL_ADD, fd, &kev);
+	/* Watched and counted before the kernel looks at it, so its fd is
+	 * exact then; a silent one neither (SILENT). */
+	atomic_store_explicit(&n->silent, true, memory_order_relaxed);
+	if (!krec__silent(kev.events))
+		krec__nest_loud(p, n, inner, true);
+	r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_ADD, fd, &kev);
 	if (r < 0) {
-		krec__set_watched(inner, -1);
+		krec__nest_loud(p, n, inner, false);
 		krec__free(n);
 	}
 	return r;
@@ -442,19 +474,27 @@ static int krec__nest_add(struct port *p, struct port *inner, int fd,
 static int krec__nest_mod(struct port *p, struct krec *n, int fd,
 			  const struct epoll_event *ev)
 {
+	struct port *inner = atomic_load_explicit(&n->inner,
+						  memory_order_relaxed);
 	struct epoll_event kev;
+	int r;
 
 	krec__nest_set(n, ev, &kev);
-	return krec_kctl(p, EPOLL_CTL_MOD, fd, &kev);
+	if (!krec__silent(kev.events))
+		krec__nest_loud(p, n, inner, true);
+	r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &kev);
+	if (r == 0 && krec__silent(kev.events))
+		krec__nest_loud(p, n, inner, false);
+	return r;
 }
 
 static int krec__nest_del(struct port *p, struct krec *n, struct port *inner,
 			  int fd, struct epoll_event *ev)
 {
-	int r = krec_kctl(p, EPOLL_CTL_DEL, fd, ev);
+	int r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, fd, ev);
 
 	if (r == 0) {
-		krec__set_watched(inner, -1);
+		krec__nest_loud(p, n, inner, false);
 		krec__free(n);
 	}
 	return r;
@@ -565,7 +605,8 @@ static bool krec__kernel_only(struct port *p)
 		return false;
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next)
-		if (atomic_load_explicit(&n->inner, memory_order_relaxed))
+		if (atomic_load_explicit(&n->inner, memory_order_relaxed) &&
+		    !atomic_load_explicit(&n->silent, memory_order_relaxed))
 			return false;
 	return true;
 }
@@ -592,7 +633,10 @@ static bool krec__ready(struct port *p, int depth)
 	if (depth < 8) {
 		for (n = atomic_load_explicit(&p->krecs, memory_order_acquire);
 		     n; n = n->next)
-			if (atomic_load_explicit(&n->inner, memory_order_acquire))
+			if (atomic_load_explicit(&n->inner,
+						 memory_order_acquire) &&
+			    !atomic_load_explicit(&n->silent,
+						  memory_order_relaxed))
 				krec_nest_ready(n, depth);
 	}
 	/* What is left readable is kernel fds, watched instances (or a ring
@@ -660,7 +704,8 @@ void krec_release(struct port *p)
 		/* The kernel drops our registration in it with our epoll. */
 		if (in) {
 			io = fdtab_get(atomic_load(&n->fd));
-			if (io == &in->obj && krec__is(n, in))
+			if (io == &in->obj && krec__is(n, in) &&
+			    !atomic_load(&n->silent))
 				krec__set_watched(in, -1);
 		}
 		p->krecs = n->next;

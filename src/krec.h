@@ -46,6 +46,9 @@ struct krec {
 	 * gives the kernel back with the user's data (DEMOTE in port.c). */
 	_Atomic uint32_t kreg;
 	_Atomic bool disarmed;
+	/* A nested instance registered without EPOLLIN or EPOLLRDNORM
+	 * (SILENT in krec.c); the holder's mtx. */
+	_Atomic bool silent;
 };
 
 /* What krec_of found for an event's data. */
