@@ -104,7 +104,8 @@ int port_create(int flags, unsigned int uflags)
 	}
 	/* Its data is the instance's address: a wait tells the doorbell's
 	 * event from the user's by it (wait__kernel). */
-	r = bell_init(&p->bell, o->kfd, (uint64_t)(uintptr_t)p);
+	r = bell_init(&p->bell, o->kfd, (uint64_t)(uintptr_t)p,
+		      uflags & UEPOLL_NOPOLL);
 	if (r < 0)
 		goto err;
 	/* Locks are never destroyed: the memory is type-stable, and a forked
@@ -214,7 +215,7 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 		bell_dozer_event(&p->bell, events, queued);
 		if (queued)
 			bell_kick_edge(&p->bell);
-		else
+		else if (bell_wanted(&p->bell))
 			bell_kick(&p->bell);
 	}
 }
