@@ -13,7 +13,8 @@
  *   watched     bell.watched: another instance holds this one
  *   nopoll      UEPOLL_NOPOLL (chosen either way by init): signals ring
  *               only for a sleeper or a watcher (bell_wanted), and a wait
- *               that leaves items rings only for them (bell_settle)
+ *               that leaves items rings only for them (bell_settle); an
+ *               instance with kernel fds rings as nopoll = 0 does (`fair`)
  * Each line between labels is one atomic step of the C code (a seq_cst load,
  * store or RMW, or one system call's effect), so every interleaving of those
  * steps is explored.  Two configurations (init chooses): two plain waiters,

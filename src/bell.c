@@ -68,7 +68,9 @@
  * rings only while a thread is counted in `sleepers` or the instance is
  * watched (bell_wanted), and a stale doorbell is not cleared unless
  * watched (bell_exact), so a polling loop (write, zero-timeout wait, read)
- * makes no system call at all.  No wakeup is lost, by a second Dekker pair
+ * makes no system call at all.  An instance with kernel fds still rings
+ * for its queued items (`fair`: the doorbell is the ready queue's place in
+ * the kernel's list, FAIRNESS in wait.c); it only skips the clears.  No wakeup is lost, by a second Dekker pair
  * beside DOORBELL's:
  *  - Signaler: enqueue (the fenced exchange of the tail), then load
  *    `sleepers` and `watched` (seq_cst); ring (bell_kick) if either is
@@ -238,15 +240,15 @@ void bell_doze_end(struct bell *b, struct readyq *q)
 		bell_kick(b);
 }
 
-void bell_settle(struct bell *b, bool slept)
+void bell_settle(struct bell *b, bool slept, bool fair)
 {
 	/* After a blocking wait that slept, when no other thread sleeps
 	 * here, a ring would only make this thread's next wait return at
 	 * once (a write and an epoll_wait per event, in every ping-pong).
 	 * (seq_cst: a thread that starts sleeping counts itself, then looks
 	 * at the queue.)  NOPOLL: there is no outside poller to show them to
-	 * either. */
-	if ((!slept && !b->nopoll) || atomic_load(&b->sleepers) > 0 ||
+	 * either, only the kernel's list to hold their place in (fair). */
+	if ((!slept && (!b->nopoll || fair)) || atomic_load(&b->sleepers) > 0 ||
 	    atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell_kick(b);
 }

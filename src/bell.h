@@ -89,24 +89,28 @@ void bell_ring(struct bell *b);
 
 /* Does a source's event need the doorbell?  Always, unless the instance is
  * NOPOLL: then only while a thread sleeps (or dozes, or follows in a FIFO
- * line) or another instance watches it.  Called after the enqueue. */
-static inline bool bell_wanted(struct bell *b)
+ * line) or another instance watches it, or when `fair`: the instance has
+ * kernel fds, in whose kernel list the doorbell holds the ready queue's
+ * place (FAIRNESS in wait.c; a hint, read relaxed by the caller: a
+ * missed ring there only reorders, the kernel turn's own kick keeps the
+ * queue from starving).  Called after the enqueue. */
+static inline bool bell_wanted(struct bell *b, bool fair)
 {
 	/* seq_cst loads after the enqueue's fenced exchange of the queue's
 	 * tail, against a sleeper's count then re-check of the queue
 	 * (bell_sleep_begin, bell_doze_begin, bell_follow_begin) and against
 	 * bell_watch's count then prune (NOPOLL in bell.c). */
-	return !b->nopoll || atomic_load(&b->sleepers) > 0 ||
+	return !b->nopoll || fair || atomic_load(&b->sleepers) > 0 ||
 	       atomic_load(&b->watched) > 0;
 }
 
 /* A source's event reached the instance: ring unless rung, or, while
  * watched, every time (WATCHED); NOPOLL: only if wanted. */
-static inline void bell_kick_edge(struct bell *b)
+static inline void bell_kick_edge(struct bell *b, bool fair)
 {
 	if (atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell_ring(b);
-	else if (bell_wanted(b))
+	else if (bell_wanted(b, fair))
 		bell_kick(b);
 }
 
@@ -120,11 +124,12 @@ static inline void bell_dozer_event(struct bell *b, uint32_t ev, bool queued)
 }
 
 /* A coalescing source queued an item without ringing (its ring is deferred
- * to a timer, wq.h): must the timer ring?  (After the enqueue.) */
-static inline bool bell_defer(struct bell *b)
+ * to a timer, wq.h): must the timer ring?  (After the enqueue; fair: as
+ * bell_wanted's.) */
+static inline bool bell_defer(struct bell *b, bool fair)
 {
 	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
-	       (atomic_load(&b->set) == 0 && bell_wanted(b));
+	       (atomic_load(&b->set) == 0 && bell_wanted(b, fair));
 }
 
 /* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts (ends the walk of
@@ -200,9 +205,9 @@ void bell_doze_begin(struct bell *b, int want, bool blind);
 void bell_doze_end(struct bell *b, struct readyq *q);
 /* A wait is about to return with items still queued: ring so that a sleeper
  * or an outside poller sees them, unless the caller slept (or the instance
- * is NOPOLL) and nobody else sleeps or watches (its next wait finds them
- * itself). */
-void bell_settle(struct bell *b, bool slept);
+ * is NOPOLL without `fair`, as bell_wanted's) and nobody else sleeps or
+ * watches (its next wait finds them itself). */
+void bell_settle(struct bell *b, bool slept, bool fair);
 
 /* --- FIFO followers (turn.c): they count as sleepers --- */
 static inline void bell_follow_begin(struct bell *b)

@@ -137,6 +137,14 @@ err:
 	return r;
 }
 
+/* The doorbell holds the ready queue's place in the kernel's list of an
+ * instance with kernel fds (FAIRNESS in wait.c): a NOPOLL instance rings
+ * for it too (bell_wanted).  A hint: relaxed. */
+static bool port__fair(struct port *p)
+{
+	return atomic_load_explicit(&p->nkernel, memory_order_relaxed) > 0;
+}
+
 bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 {
 	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
@@ -163,10 +171,10 @@ bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 		}
 	}
 	if (!deferred) {
-		bell_kick_edge(&p->bell);
+		bell_kick_edge(&p->bell, port__fair(p));
 	} else {
 		spin_deferred(&p->spin);
-		if (bell_defer(&p->bell))
+		if (bell_defer(&p->bell, port__fair(p)))
 			*deferred = true;
 	}
 	/* A watched instance must not stay readable for an event that did not
@@ -188,7 +196,7 @@ void port_item_kick(struct item *it)
 	 * it, so nobody sleeps on it. */
 	if (atomic_load(&it->state) != ITEM_QUEUED)
 		return;
-	bell_kick_edge(&p->bell);
+	bell_kick_edge(&p->bell, port__fair(p));
 	/* As in port_item_signal: a watched instance's fd stays exact. */
 	if (bell_watched(&p->bell) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
@@ -214,8 +222,8 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 
 		bell_dozer_event(&p->bell, events, queued);
 		if (queued)
-			bell_kick_edge(&p->bell);
-		else if (bell_wanted(&p->bell))
+			bell_kick_edge(&p->bell, port__fair(p));
+		else if (bell_wanted(&p->bell, port__fair(p)))
 			bell_kick(&p->bell);
 	}
 }

@@ -255,7 +255,9 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 	if (!rq_empty(&p->rq)) {
 		/* Items left (beyond maxevents, or level-triggered ones put
 		 * back): a sleeper or an outside poller must see them. */
-		bell_settle(&p->bell, slept);
+		bell_settle(&p->bell, slept,
+			    atomic_load_explicit(&p->nkernel,
+						 memory_order_relaxed) > 0);
 		return;
 	}
 	if (poll && bell_exact(&p->bell))
