@@ -41,6 +41,10 @@ static const struct loop_variant {
 	/* Nobody polls the ueventfds from outside: no system call to keep
 	 * their fds exact (UEVENTFD_NOPOLL). */
 	{ "efd-nopoll", SRC_EFD_NOPOLL, 0, SYSM(SYS_UEPOLL), "efd" },
+	/* Nor the instance's (UEPOLL_NOPOLL): no doorbell ring or clear
+	 * while nobody sleeps. */
+	{ "efd-nopoll-inst", SRC_EFD_NOPOLL, UEPOLL_NOPOLL, SYSM(SYS_UEPOLL),
+	  "efd" },
 };
 
 static int loop_cases(struct bcase *out, int max)

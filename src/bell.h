@@ -12,11 +12,11 @@
  *
  * Who calls what:
  *   signalers (port.c: a source's event reached the instance)
- *       bell_kick, bell_kick_edge, bell_dozer_event, bell_defer,
- *       bell_exclusive_counts, bell_mirror
+ *       bell_kick, bell_kick_edge, bell_wanted, bell_dozer_event,
+ *       bell_defer, bell_exclusive_counts, bell_mirror
  *   waiters (wait.c)
  *       bell_took, bell_clear, bell_sleep_begin/end, bell_doze_begin/end,
- *       bell_settle, bell_rung, bell_lt
+ *       bell_settle, bell_rung, bell_lt, bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
  *   the instance's life        bell_init, bell_close, bell_fork_child
