@@ -20,7 +20,11 @@
  *  (e) a kernel fd and a ueventfd that both stay ready are reported in
  *      turns (the doorbell still holds the ready queue's place in the
  *      kernel's list of an instance with kernel fds: FAIRNESS);
- *  (f) UEPOLL_NOPOLL combines with the other options; unknown bits EINVAL.
+ *  (f) UEPOLL_NOPOLL combines with the other options; unknown bits EINVAL;
+ *  (g) stress: two writers, two waiters that block, poll (zero timeout:
+ *      the looks a default instance would clear after) and time out (a
+ *      ring racing a timeout leaves a stale doorbell), with and without
+ *      UEPOLL_NOSPIN: every write is collected and the waiters end.
  *
  * The count: this program is linked with tests/libcwrap.c, which counts
  * the calls the library makes through libc on the calling thread (as
@@ -348,6 +352,81 @@ static void test_both_kinds(void)
 	CHECK_EQ(close(p[1]), 0);
 }
 
+/* (g) */
+#define STRESS_WRITES 20000
+
+static uint64_t seed;
+
+struct sctx {
+	int ep, e;
+	atomic_long sum;
+	atomic_int writers_done;
+};
+
+static void *stress_writer(void *arg)
+{
+	struct sctx *c = arg;
+	uint64_t r = seed ^ (uint64_t)t_gettid();
+
+	for (int i = 0; i < STRESS_WRITES; i++) {
+		CHECK_EQ(ueventfd_write(c->e, 1), 0);
+		if (t_rand(&r) % 8 == 0)
+			sched_yield();
+	}
+	atomic_fetch_add(&c->writers_done, 1);
+	return NULL;
+}
+
+static void *stress_waiter(void *arg)
+{
+	struct sctx *c = arg;
+	struct epoll_event out[2];
+	uint64_t r = seed ^ (uint64_t)t_gettid() << 1, v;
+	static const int timeouts[] = { -1, 0, 0, 1 };
+
+	while (atomic_load(&c->sum) < 2 * STRESS_WRITES) {
+		int n = uepoll_wait(c->ep, out, 2,
+				    timeouts[t_rand(&r) % 4]);
+
+		if (n < 0) {
+			CHECK_EQ(errno, EINTR);
+			continue;
+		}
+		if (n > 0 && ueventfd_read(c->e, &v) == 0)
+			atomic_fetch_add(&c->sum, (long)v);
+	}
+	/* Wake the other waiter, which may be blocked for good now. */
+	CHECK_EQ(ueventfd_write(c->e, 1), 0);
+	return NULL;
+}
+
+static void test_stress(unsigned int uflags)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sctx c = { 0 };
+	pthread_t w[2], r[2];
+
+	c.ep = uepoll_create2(0, UEPOLL_NOPOLL | uflags);
+	c.e = ueventfd(0, UEVENTFD_NOPOLL | EFD_NONBLOCK);
+	REQUIRE(c.ep >= 0 && c.e >= 0);
+	CHECK_EQ(uepoll_ctl(c.ep, EPOLL_CTL_ADD, c.e, &ev), 0);
+	for (int i = 0; i < 2; i++) {
+		REQUIRE(pthread_create(&r[i], NULL, stress_waiter, &c) == 0);
+		REQUIRE(pthread_create(&w[i], NULL, stress_writer, &c) == 0);
+	}
+	for (int i = 0; i < 2; i++)
+		CHECK(t_join_within(w[i], 60000));
+	for (int i = 0; i < 2; i++)
+		CHECK(t_join_within(r[i], 60000));
+	/* The waiters' closing writes may be read or not. */
+	CHECK(atomic_load(&c.sum) >= 2 * STRESS_WRITES &&
+	      atomic_load(&c.sum) <= 2 * STRESS_WRITES + 2);
+	printf("stress%s: %ld collected\n",
+	       uflags & UEPOLL_NOSPIN ? " (NOSPIN)" : "", atomic_load(&c.sum));
+	CHECK_EQ(uepoll_close(c.e), 0);
+	CHECK_EQ(uepoll_close(c.ep), 0);
+}
+
 int main(void)
 {
 	int ep;
@@ -363,6 +442,9 @@ int main(void)
 	test_nested(0);
 	test_nested(UEPOLL_NOPOLL);
 	test_both_kinds();
+	seed = t_seed(0x5eed);
+	test_stress(0);
+	test_stress(UEPOLL_NOSPIN);
 
 	ep = uepoll_create2(EPOLL_CLOEXEC, UEPOLL_NOPOLL | UEPOLL_NOSPIN |
 						   UEPOLL_WAKE_FIFO);
