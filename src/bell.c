@@ -70,8 +70,8 @@
  * watched (bell_exact), so a polling loop (write, zero-timeout wait, read)
  * makes no system call at all.  An instance with kernel fds still rings
  * for its queued items (`fair`: the doorbell is the ready queue's place in
- * the kernel's list, FAIRNESS in wait.c); it only skips the clears.  No wakeup is lost, by a second Dekker pair
- * beside DOORBELL's:
+ * the kernel's list, FAIRNESS in wait.c); it only skips the clears.  No
+ * wakeup is lost, by a second Dekker pair beside DOORBELL's:
  *  - Signaler: enqueue (the fenced exchange of the tail), then load
  *    `sleepers` and `watched` (seq_cst); ring (bell_kick) if either is
  *    non-zero.

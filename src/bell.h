@@ -172,7 +172,9 @@ static inline int bell_fd(const struct bell *b)
 /* Must a stale doorbell be cleared, so that the instance's fd reads as
  * ready only while a wait would return something?  Not for a NOPOLL
  * instance nobody watches (a sleeper that finds the stale event takes it
- * and sleeps again). */
+ * and sleeps again).  Relaxed: pairs with nothing; a clear skipped or made
+ * never loses a wakeup, and a watch that starts clears and re-rings by
+ * itself (bell_watch). */
 static inline bool bell_exact(struct bell *b)
 {
 	return !b->nopoll ||
