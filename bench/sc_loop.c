@@ -6,7 +6,10 @@
  * One thread, one instance, N sources.  Each iteration makes K of them ready
  * (a different block of K each time), collects them with one wait
  * (maxevents=64, timeout 0) and drains each.  Every source made ready must
- * come back exactly once per iteration.  Headline: wall time per delivered
+ * come back exactly once per iteration.  With idle=1 a polling loop's look
+ * follows each iteration: one more zero-timeout wait, which must find
+ * nothing (where an instance's fd kept exact for outside pollers costs a
+ * system call per event: UEPOLL_NOPOLL).  Headline: wall time per delivered
  * event (the write, the wait and the read); wait_ns_per_event is the time
  * inside the wait calls alone.
  */
@@ -24,6 +27,7 @@ static void loop_size(bool quick, struct params *p, int *reps)
 	params_set(p, "N", 1000);
 	params_set(p, "K", 10);
 	params_set(p, "iters", quick ? 5000 : 200000);
+	params_set(p, "idle", 0);
 	*reps = quick ? 1 : 5;
 }
 
@@ -41,6 +45,10 @@ static const struct loop_variant {
 	/* Nobody polls the ueventfds from outside: no system call to keep
 	 * their fds exact (UEVENTFD_NOPOLL). */
 	{ "efd-nopoll", SRC_EFD_NOPOLL, 0, SYSM(SYS_UEPOLL), "efd" },
+	/* Nor the instance's (UEPOLL_NOPOLL): no doorbell ring or clear
+	 * while nobody sleeps. */
+	{ "efd-nopoll-inst", SRC_EFD_NOPOLL, UEPOLL_NOPOLL, SYSM(SYS_UEPOLL),
+	  "efd" },
 };
 
 static int loop_cases(struct bcase *out, int max)
@@ -67,6 +75,7 @@ static void loop_run(const struct sys *s, const struct bcase *c,
 {
 	int N = (int)params_get(p, "N"), K = (int)params_get(p, "K");
 	long iters = params_get(p, "iters");
+	bool idle = params_get(p, "idle") != 0;
 	struct src *src;
 	uint32_t *seen; /* iteration + 1 at which source i was collected */
 	struct epoll_event ev, evs[64];
@@ -138,6 +147,19 @@ static void loop_run(const struct sys *s, const struct bcase *c,
 				events += v;
 				got++;
 			}
+		}
+		if (idle && !m->failed) {
+			uint64_t t0 = now_ns();
+			int n = s->wait(ep, evs, 64, 0);
+
+			wait_ns += now_ns() - t0;
+			waits++;
+			if (n > 0)
+				fail(m, "iteration %ld: %d events after every "
+					"source was drained",
+				     it, n);
+			else if (n < 0 && errno != EINTR)
+				die("%s: wait: %s", s->name, strerror(errno));
 		}
 		atomic_fetch_add_explicit(&wd_done, 1, memory_order_relaxed);
 	}

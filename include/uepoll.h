@@ -39,12 +39,17 @@ int uepoll_create1(int flags);
 /*
  * uepoll_create1() with uepoll's own options in uflags (no kernel
  * counterpart): at most one UEPOLL_WAKE_* (which blocked thread a wakeup
- * takes), and UEPOLL_NOSPIN.  See uepoll_create2(3).
+ * takes), UEPOLL_NOSPIN and UEPOLL_NOPOLL.  See uepoll_create2(3).
  */
 /* 0x1u and 0x2u are reserved: EINVAL. */
 #define UEPOLL_WAKE_LIFO 0x4u	/* the last to block, as the kernel; default */
 #define UEPOLL_WAKE_FIFO 0x8u	/* the longest waiting, in turn */
 #define UEPOLL_NOSPIN 0x10u	/* block at once, without spinning first */
+/* Nothing outside uepoll's calls polls the instance's fd (no poll(),
+ * select(), kernel epoll or outer event loop; another uepoll instance may
+ * hold it), so its readiness need not be exact: events make no system call
+ * while no thread sleeps on it. */
+#define UEPOLL_NOPOLL 0x20u
 int uepoll_create2(int flags, unsigned int uflags);
 /* epoll_create(2): size must be > 0 and is otherwise ignored.
  * See uepoll_create1(3). */

@@ -61,8 +61,8 @@ UEPOLL_API int uepoll_create2(int flags, unsigned int uflags)
 	const unsigned int w = UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO;
 
 	/* Two choices of one kind contradict each other. */
-	if (flags & ~EPOLL_CLOEXEC || uflags & ~(w | UEPOLL_NOSPIN) ||
-	    (uflags & w) == w)
+	if (flags & ~EPOLL_CLOEXEC ||
+	    uflags & ~(w | UEPOLL_NOSPIN | UEPOLL_NOPOLL) || (uflags & w) == w)
 		return (int)api__ret(-EINVAL);
 	return (int)api__ret(port_create(flags, uflags));
 }

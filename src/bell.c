@@ -63,6 +63,34 @@
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
  * items back).
  *
+ * NOPOLL (UEPOLL_NOPOLL: nothing outside uepoll's calls polls the
+ * instance's fd).  Then the doorbell is only for threads of ours: a signal
+ * rings only while a thread is counted in `sleepers` or the instance is
+ * watched (bell_wanted), and a stale doorbell is not cleared unless
+ * watched (bell_exact), so a polling loop (write, zero-timeout wait, read)
+ * makes no system call at all.  An instance with kernel fds still rings
+ * for its queued items (`fair`: the doorbell is the ready queue's place in
+ * the kernel's list, FAIRNESS in wait.c); it only skips the clears.  No
+ * wakeup is lost, by a second Dekker pair beside DOORBELL's:
+ *  - Signaler: enqueue (the fenced exchange of the tail), then load
+ *    `sleepers` and `watched` (seq_cst); ring (bell_kick) if either is
+ *    non-zero.
+ *  - Sleeper: count itself in `sleepers` (seq_cst RMW), then re-check the
+ *    queue (bell_sleep_begin; a doze and a FIFO follower count themselves
+ *    the same way before they look).  Either the signaler's load comes
+ *    after the count (it rings, and DOORBELL takes over) or the re-check
+ *    comes after the enqueue (the sleeper does not sleep).
+ *  - Watcher: bell_watch counts itself in `watched` (seq_cst RMW), then
+ *    prunes the queue and kicks if items are left: either the signaler
+ *    sees `watched` or the prune sees its item.  From then on the
+ *    instance is WATCHED as any other.
+ * What is skipped is only ever a ring for nobody, and a skipped clear
+ * leaves `set` == 1 with the doorbell's event pending (the invariant
+ * DOORBELL needs): a thread that sleeps later is woken by it at once,
+ * takes it and sleeps again.  A waiter's own rings that order the two
+ * lists (FAIRNESS in wait.c) stay unconditional.  Model:
+ * models/doorbell.pml (nopoll chosen either way at its start).
+ *
  * LOCKING.  Only wlock, for watched/lt transitions (bell_watch; its place:
  * LOCK ORDER in lock.h); everything else here is the atomics above.
  */
@@ -74,7 +102,7 @@
 #include "bell.h"
 #include "lock.h"
 
-int bell_init(struct bell *b, int epfd, uint64_t data)
+int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
 				  .data.u64 = data };
@@ -98,6 +126,7 @@ int bell_init(struct bell *b, int epfd, uint64_t data)
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
 	atomic_init(&b->lt, false);
+	b->nopoll = nopoll;
 	return 0;
 }
 
@@ -211,14 +240,15 @@ void bell_doze_end(struct bell *b, struct readyq *q)
 		bell_kick(b);
 }
 
-void bell_settle(struct bell *b, bool slept)
+void bell_settle(struct bell *b, bool slept, bool fair)
 {
 	/* After a blocking wait that slept, when no other thread sleeps
 	 * here, a ring would only make this thread's next wait return at
 	 * once (a write and an epoll_wait per event, in every ping-pong).
 	 * (seq_cst: a thread that starts sleeping counts itself, then looks
-	 * at the queue.) */
-	if (!slept || atomic_load(&b->sleepers) > 0 ||
+	 * at the queue.)  NOPOLL: there is no outside poller to show them to
+	 * either, only the kernel's list to hold their place in (fair). */
+	if ((!slept && (!b->nopoll || fair)) || atomic_load(&b->sleepers) > 0 ||
 	    atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell_kick(b);
 }

@@ -12,14 +12,18 @@
  *
  * Who calls what:
  *   signalers (port.c: a source's event reached the instance)
- *       bell_kick, bell_kick_edge, bell_dozer_event, bell_defer,
- *       bell_exclusive_counts, bell_mirror
+ *       bell_kick, bell_kick_edge, bell_wanted, bell_dozer_event,
+ *       bell_defer, bell_exclusive_counts, bell_mirror
  *   waiters (wait.c)
  *       bell_took, bell_clear, bell_sleep_begin/end, bell_doze_begin/end,
- *       bell_settle, bell_rung, bell_lt
+ *       bell_settle, bell_rung, bell_lt, bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
  *   the instance's life        bell_init, bell_close, bell_fork_child
+ *
+ * An instance made with UEPOLL_NOPOLL (NOPOLL in bell.c) rings only for a
+ * sleeper or a watcher, and never clears a stale doorbell unless watched:
+ * bell_kick_edge, bell_defer, bell_settle and bell_exact say so.
  */
 #ifndef UEPOLL_BELL_H
 #define UEPOLL_BELL_H
@@ -46,7 +50,7 @@ struct bell {
 	_Atomic int dozers;
 	_Atomic int want;
 	/* How many of our instances hold this one (WATCHED).  Relaxed: read
-	 * on every signal. */
+	 * on every signal (seq_cst where NOPOLL decides not to ring). */
 	_Atomic int watched;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
@@ -55,11 +59,16 @@ struct bell {
 	 * registered with the instance's address as data.  Immutable from
 	 * bell_init to bell_close. */
 	int fd;
+	/* UEPOLL_NOPOLL: nothing outside uepoll's calls polls the instance's
+	 * fd (NOPOLL in bell.c).  Immutable; read on every signal, so on the
+	 * signalers' line. */
+	bool nopoll;
 };
 
 /* Set up the doorbell in the kernel epoll epfd (data: what a wait reads back
- * for its event).  Returns 0 or -errno (nothing to undo then). */
-int bell_init(struct bell *b, int epfd, uint64_t data);
+ * for its event); nopoll: UEPOLL_NOPOLL.  Returns 0 or -errno (nothing to
+ * undo then). */
+int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll);
 /* Close the doorbell's eventfd (idempotent; under the instance's mtx). */
 void bell_close(struct bell *b);
 /* fork, child: nobody sleeps or dozes any more. */
@@ -78,13 +87,30 @@ static inline void bell_kick(struct bell *b)
 /* Ring whatever `set` says (a dozer holds it at 1: DOZE). */
 void bell_ring(struct bell *b);
 
+/* Does a source's event need the doorbell?  Always, unless the instance is
+ * NOPOLL: then only while a thread sleeps (or dozes, or follows in a FIFO
+ * line) or another instance watches it, or when `fair`: the instance has
+ * kernel fds, in whose kernel list the doorbell holds the ready queue's
+ * place (FAIRNESS in wait.c; a hint, read relaxed by the caller: a
+ * missed ring there only reorders, the kernel turn's own kick keeps the
+ * queue from starving).  Called after the enqueue. */
+static inline bool bell_wanted(struct bell *b, bool fair)
+{
+	/* seq_cst loads after the enqueue's fenced exchange of the queue's
+	 * tail, against a sleeper's count then re-check of the queue
+	 * (bell_sleep_begin, bell_doze_begin, bell_follow_begin) and against
+	 * bell_watch's count then prune (NOPOLL in bell.c). */
+	return !b->nopoll || fair || atomic_load(&b->sleepers) > 0 ||
+	       atomic_load(&b->watched) > 0;
+}
+
 /* A source's event reached the instance: ring unless rung, or, while
- * watched, every time (WATCHED). */
-static inline void bell_kick_edge(struct bell *b)
+ * watched, every time (WATCHED); NOPOLL: only if wanted. */
+static inline void bell_kick_edge(struct bell *b, bool fair)
 {
 	if (atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell_ring(b);
-	else
+	else if (bell_wanted(b, fair))
 		bell_kick(b);
 }
 
@@ -98,11 +124,12 @@ static inline void bell_dozer_event(struct bell *b, uint32_t ev, bool queued)
 }
 
 /* A coalescing source queued an item without ringing (its ring is deferred
- * to a timer, wq.h): must the timer ring?  (After the enqueue.) */
-static inline bool bell_defer(struct bell *b)
+ * to a timer, wq.h): must the timer ring?  (After the enqueue; fair: as
+ * bell_wanted's.) */
+static inline bool bell_defer(struct bell *b, bool fair)
 {
 	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
-	       atomic_load(&b->set) == 0;
+	       (atomic_load(&b->set) == 0 && bell_wanted(b, fair));
 }
 
 /* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts (ends the walk of
@@ -142,6 +169,18 @@ static inline int bell_fd(const struct bell *b)
 	return b->fd;
 }
 
+/* Must a stale doorbell be cleared, so that the instance's fd reads as
+ * ready only while a wait would return something?  Not for a NOPOLL
+ * instance nobody watches (a sleeper that finds the stale event takes it
+ * and sleeps again).  Relaxed: pairs with nothing; a clear skipped or made
+ * never loses a wakeup, and a watch that starts clears and re-rings by
+ * itself (bell_watch). */
+static inline bool bell_exact(struct bell *b)
+{
+	return !b->nopoll ||
+	       atomic_load_explicit(&b->watched, memory_order_relaxed);
+}
+
 /* A wait took the doorbell's event from the kernel epoll (DOORBELL). */
 static inline void bell_took(struct bell *b)
 {
@@ -167,9 +206,10 @@ void bell_sleep_end(struct bell *b);
 void bell_doze_begin(struct bell *b, int want, bool blind);
 void bell_doze_end(struct bell *b, struct readyq *q);
 /* A wait is about to return with items still queued: ring so that a sleeper
- * or an outside poller sees them, unless the caller slept and nobody else
- * sleeps or watches (its next wait finds them itself). */
-void bell_settle(struct bell *b, bool slept);
+ * or an outside poller sees them, unless the caller slept (or the instance
+ * is NOPOLL without `fair`, as bell_wanted's) and nobody else sleeps or
+ * watches (its next wait finds them itself). */
+void bell_settle(struct bell *b, bool slept, bool fair);
 
 /* --- FIFO followers (turn.c): they count as sleepers --- */
 static inline void bell_follow_begin(struct bell *b)

@@ -109,7 +109,8 @@ int port_create(int flags, unsigned int uflags)
 	}
 	/* Its data is the instance's address: a wait tells the doorbell's
 	 * event from the user's by it (wait__kernel). */
-	r = bell_init(&p->bell, o->kfd, (uint64_t)(uintptr_t)p);
+	r = bell_init(&p->bell, o->kfd, (uint64_t)(uintptr_t)p,
+		      uflags & UEPOLL_NOPOLL);
 	if (r < 0)
 		goto err;
 	/* Locks are never destroyed: the memory is type-stable, and a forked
@@ -142,6 +143,14 @@ err:
 	return r;
 }
 
+/* The doorbell holds the ready queue's place in the kernel's list of an
+ * instance with kernel fds (FAIRNESS in wait.c): a NOPOLL instance rings
+ * for it too (bell_wanted).  A hint: relaxed. */
+static bool port__fair(struct port *p)
+{
+	return atomic_load_explicit(&p->nkernel, memory_order_relaxed) > 0;
+}
+
 bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 {
 	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
@@ -168,10 +177,10 @@ bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 		}
 	}
 	if (!deferred) {
-		bell_kick_edge(&p->bell);
+		bell_kick_edge(&p->bell, port__fair(p));
 	} else {
 		spin_deferred(&p->spin);
-		if (bell_defer(&p->bell))
+		if (bell_defer(&p->bell, port__fair(p)))
 			*deferred = true;
 	}
 	/* A watched instance must not stay readable for an event that did not
@@ -193,7 +202,7 @@ void port_item_kick(struct item *it)
 	 * it, so nobody sleeps on it. */
 	if (atomic_load(&it->state) != ITEM_QUEUED)
 		return;
-	bell_kick_edge(&p->bell);
+	bell_kick_edge(&p->bell, port__fair(p));
 	/* As in port_item_signal: a watched instance's fd stays exact. */
 	if (bell_watched(&p->bell) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
@@ -219,8 +228,8 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 
 		bell_dozer_event(&p->bell, events, queued);
 		if (queued)
-			bell_kick_edge(&p->bell);
-		else
+			bell_kick_edge(&p->bell, port__fair(p));
+		else if (bell_wanted(&p->bell, port__fair(p)))
 			bell_kick(&p->bell);
 	}
 }

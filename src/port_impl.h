@@ -78,7 +78,7 @@ static inline bool port_demoting(struct port *p)
 	       PORT_LIVE;
 }
 
-/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN */
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN, UEPOLL_NOPOLL */
 /* Signalers write the doorbell's line; waiters write the ready queue's
  * consumer side: the two sides of the instance never share a cache line. */
 _Static_assert(offsetof(struct port, bell.set) % UEPOLL_CACHELINE == 0 &&

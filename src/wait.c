@@ -183,8 +183,9 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
 	/* A doorbell with nothing ready behind it would only take a slot of
 	 * the kernel's batch: clear it first (a system call, but this wait
-	 * makes one anyway). */
-	if (bell_rung(&p->bell) && !rq_prune(&p->rq))
+	 * makes one anyway).  Not for NOPOLL (bell_exact): the kernel's turn
+	 * below takes the stale event itself (bell_took), with no call. */
+	if (bell_exact(&p->bell) && bell_rung(&p->bell) && !rq_prune(&p->rq))
 		bell_clear(&p->bell, &p->rq);
 	rq_pass_init(&ps);
 	/* Turns until the slots are full or nothing more is ready for this
@@ -246,6 +247,8 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
  * learns that the fd's readiness was stale), take the stale doorbell event so
  * the fd is not left readable with nothing to return.  A wait that returned
  * events leaves a stale doorbell alone: a busy loop then makes no system call.
+ * A NOPOLL instance has no outer event loop to show it to (bell_exact): its
+ * polling loop makes none either, found something or not.
  */
 static void wait__settle(struct port *p, bool poll, bool slept)
 {
@@ -254,10 +257,12 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 	if (!rq_empty(&p->rq)) {
 		/* Items left (beyond maxevents, or level-triggered ones put
 		 * back): a sleeper or an outside poller must see them. */
-		bell_settle(&p->bell, slept);
+		bell_settle(&p->bell, slept,
+			    atomic_load_explicit(&p->nkernel,
+						 memory_order_relaxed) > 0);
 		return;
 	}
-	if (poll)
+	if (poll && bell_exact(&p->bell))
 		bell_clear(&p->bell, &p->rq);
 }
 
