@@ -442,6 +442,15 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 	krec__set_watched(inner, loud ? 1 : -1);
 }
 
+/* Count record n as its new events say, before the kernel call that
+ * makes them. */
+static void krec__nest_count(struct port *p, struct krec *n,
+			     struct port *inner, uint32_t events)
+{
+	if (!krec__silent(events))
+		krec__nest_loud(p, n, inner, true);
+}
+
 static int krec__nest_add(struct port *p, struct port *inner, int fd,
 			  const struct epoll_event *ev)
 {
@@ -461,8 +470,7 @@ static int krec__nest_add(struct port *p, struct port *inner, int fd,
 	/* Watched and counted before the kernel looks at it, so its fd is
 	 * exact then; a silent one neither (SILENT). */
 	atomic_store_explicit(&n->silent, true, memory_order_relaxed);
-	if (!krec__silent(kev.events))
-		krec__nest_loud(p, n, inner, true);
+	krec__nest_count(p, n, inner, kev.events);
 	r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_ADD, fd, &kev);
 	if (r < 0) {
 		krec__nest_loud(p, n, inner, false);
@@ -480,8 +488,7 @@ static int krec__nest_mod(struct port *p, struct krec *n, int fd,
 	int r;
 
 	krec__nest_set(n, ev, &kev);
-	if (!krec__silent(kev.events))
-		krec__nest_loud(p, n, inner, true);
+	krec__nest_count(p, n, inner, kev.events);
 	r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &kev);
 	if (r == 0 && krec__silent(kev.events))
 		krec__nest_loud(p, n, inner, false);
@@ -578,19 +585,25 @@ struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out)
  * Our kernel epoll saw its fd readable, but that may be a doorbell left from
  * a harvest that already took everything; look, and clear what is stale.
  */
-bool krec_nest_ready(struct krec *n, int depth)
+/* 1 ready, 0 not, -1 not ours any more (the kernel's word is all). */
+static int krec__nest_look(struct krec *n, int depth)
 {
 	struct uobj *o = fdtab_get(atomic_load_explicit(&n->fd,
 							memory_order_relaxed));
 	/* NULL when a concurrent DEL freed the record meanwhile. */
 	struct port *in = atomic_load_explicit(&n->inner, memory_order_relaxed);
-	bool ready = true; /* not ours any more: trust the kernel */
+	int ready = -1;
 
 	if (o && in && o == &in->obj && krec__is(n, (struct port *)o))
 		ready = krec__ready((struct port *)o, depth + 1);
 	if (o)
 		uobj_put(o);
 	return ready;
+}
+
+bool krec_nest_ready(struct krec *n, int depth)
+{
+	return krec__nest_look(n, depth) != 0;
 }
 
 /* Only kernel fds can make p's epoll readable: no userspace source, its
@@ -631,13 +644,27 @@ static bool krec__ready(struct port *p, int depth)
 	 * disarmed one-shot.  The kernel limits nesting; this bound only
 	 * guards the recursion. */
 	if (depth < 8) {
+		bool known = false;
+
 		for (n = atomic_load_explicit(&p->krecs, memory_order_acquire);
-		     n; n = n->next)
-			if (atomic_load_explicit(&n->inner,
-						 memory_order_acquire) &&
-			    !atomic_load_explicit(&n->silent,
-						  memory_order_relaxed))
-				krec_nest_ready(n, depth);
+		     n; n = n->next) {
+			uint32_t k = atomic_load_explicit(&n->kreg,
+							  memory_order_relaxed);
+
+			if (!atomic_load_explicit(&n->inner,
+						  memory_order_acquire) ||
+			    atomic_load_explicit(&n->silent,
+						 memory_order_relaxed))
+				continue;
+			/* A ready inner registered level-triggered (not
+			 * one-shot) keeps p readable in the kernel's poll:
+			 * no need to ask it. */
+			if (krec__nest_look(n, depth) == 1 &&
+			    !(k & (EPOLLET | EPOLLONESHOT)))
+				known = true;
+		}
+		if (known)
+			return true;
 	}
 	/* What is left readable is kernel fds, watched instances (or a ring
 	 * that just came). */
