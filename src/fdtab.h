@@ -19,5 +19,9 @@ struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok);
 bool fdtab_clear(int fd, struct uobj *o);
 /* The object at fd, no reference taken (a forked child, alone). */
 struct uobj *fdtab_peek(int fd);
+/* The lowest number >= fd at which an object is published now, or -1 (a
+ * racy snapshot: for the preload layer's close_range, which then checks
+ * each number with uobj_forget). */
+int fdtab_next(int fd);
 
 #endif
