@@ -9,6 +9,8 @@
 #   000o  round-robin proposal, `-o`: every thread gets events (nohit 0)
 #   000e  round-robin proposal, `-e`: plain EPOLLEXCLUSIVE, as the kernel
 #         (every write read by one thread, the program ends)
+#   000r  `-e` with uepoll-run --roundrobin: the policy makes every
+#         EPOLLEXCLUSIVE registration round-robin (nohit 0)
 #   002   min-wait proposal: both events in one wait (epoll_wait=2; the
 #         kernel answers EPOLL_CTL_MIN_WAIT with EBADF)
 set -u
@@ -54,9 +56,10 @@ if ! "$cc" -w -O2 -pthread $flags -o "$tmp/p" "$tmp/p.c" 2>"$tmp/cc.err"; then
 fi
 
 case $which in
-000o | 000e)
-	opt=-${which#000}
-	"$run" --stats -- "$tmp/p" "$opt" >"$tmp/out" 2>"$tmp/err"
+000o | 000e | 000r)
+	opt=-${which#000} pol=
+	[ "$opt" = -r ] && opt=-e pol=--roundrobin
+	"$run" --stats $pol -- "$tmp/p" "$opt" >"$tmp/out" 2>"$tmp/err"
 	st=$?
 	grep -E '^(total events|nohit)' "$tmp/out"
 	cat "$tmp/err"
@@ -68,7 +71,7 @@ case $which in
 	# 20000 writes, each read by one thread; the last ones may still be
 	# in the pipe when the program cancels its threads.
 	[ "${total:-0}" -ge 19900 ] || { echo "FAIL: total $total"; exit 1; }
-	if [ "$opt" = -o ]; then
+	if [ "$opt" = -o ] || [ -n "$pol" ]; then
 		[ "$nohit" = 0 ] || { echo "FAIL: nohit is $nohit"; exit 1; }
 	fi
 	;;
