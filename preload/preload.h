@@ -47,6 +47,7 @@ static inline long preload_keep_errno(int e, long r)
 	return r;
 }
 /* Is fd (now) one of uepoll's instances / ueventfds? */
+bool preload_is_object(int fd);
 bool preload_is_instance(int fd);
 bool preload_is_eventfd(int fd);
 

@@ -37,6 +37,11 @@ PRELOAD_WRAP long syscall(long nr, ...)
 	if (preload_ready()) {
 		switch (nr) {
 		case SYS_close:
+			/* Any other fd: libc's syscall, no cancellation point
+			 * (why libuv closes this way), not uepoll_close's
+			 * close(2). */
+			if (!preload_is_object((int)a[0]))
+				break;
 			return fd_close((int)a[0]);
 		case SYS_close_range:
 			return fd_close_range((unsigned int)a[0],
