@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# server_test.sh san=SANITIZE UEPOLL_RUN DEPS_SH nginx|redis
+# server_test.sh san=SANITIZE UEPOLL_RUN DEPS_SH nginx|redis|memcached
 #
 # A real server from Debian's packages, on loopback, with and without the
 # preload: started, driven by a real client whose answers are checked
@@ -112,8 +112,45 @@ run_redis() {
 	[ "$st" -eq 0 ] || fail "redis exit status $st"
 }
 
+# memcached: libevent, a thread per worker; the text protocol spoken
+# through bash's /dev/tcp, every value read back.
+mc_check() { # PORT N
+	{
+		i=0
+		while [ $i -lt "$2" ]; do
+			printf 'set k%d 0 0 %d\r\nv%d\r\n' $i $((${#i} + 1)) $i
+			printf 'get k%d\r\n' $i
+			i=$((i + 1))
+		done
+		printf 'quit\r\n'
+	} | timeout 20 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"'; cat <&0 >&3 & cat <&3' | tr -d '\r' >"$tmp/mc.out"
+	i=0
+	while [ $i -lt "$2" ]; do
+		grep -qx "v$i" "$tmp/mc.out" || return 1
+		i=$((i + 1))
+	done
+	[ "$(grep -cx STORED "$tmp/mc.out")" -eq "$2" ]
+}
+
+run_memcached() {
+	port=$(pick_port)
+	rm -f "$tmp"/mc*.log
+	$1 memcached -l 127.0.0.1 -p "$port" -U 0 -t 4 -u root -v \
+		>"$tmp/mcout.log" 2>&1 &
+	pid=$!
+	wait_port "$port" || fail "memcached did not listen"
+	for c in 1 2 3 4; do
+		mc_check "$port" 100 || fail "memcached: wrong answers (connection $c)"
+	done
+	kill -TERM "$pid"
+	wait_exit || fail "memcached did not stop"
+	# SIGTERM: memcached exits with 0 once its threads are stopped.
+	[ "$st" -eq 0 ] || fail "memcached exit status $st"
+}
+
 case $which in
 nginx) pkgs="nginx-light curl" bin=nginx ;;
+memcached) pkgs="memcached" bin=memcached ;;
 redis) pkgs="redis-server redis-tools" bin=redis-server ;;
 *) echo "unknown server $which"; exit 2 ;;
 esac
