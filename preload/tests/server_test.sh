@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# server_test.sh san=SANITIZE UEPOLL_RUN DEPS_SH nginx|redis|memcached
+# server_test.sh san=SANITIZE UEPOLL_RUN DEPS_SH nginx|redis|memcached|node
 #
 # A real server from Debian's packages, on loopback, with and without the
 # preload: started, driven by a real client whose answers are checked
@@ -148,8 +148,18 @@ run_memcached() {
 	[ "$st" -eq 0 ] || fail "memcached exit status $st"
 }
 
+run_node() {
+	rm -f "$tmp"/nd*.log
+	timeout 60 $1 node "$(dirname "$0")/p_node_workers.js" \
+		>"$tmp/ndout.log" 2>"$tmp/nderr.log"
+	st=$?
+	[ "$st" -eq 0 ] || fail "node exit status $st"
+	grep -qx 'ok 2000' "$tmp/ndout.log" || fail "node: $(cat "$tmp/ndout.log")"
+}
+
 case $which in
 nginx) pkgs="nginx-light curl" bin=nginx ;;
+node) pkgs="nodejs" bin=node ;;
 memcached) pkgs="memcached" bin=memcached ;;
 redis) pkgs="redis-server redis-tools" bin=redis-server ;;
 *) echo "unknown server $which"; exit 2 ;;
