@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * uepoll-run - run a program with libuepoll-preload.so and the policies
- * given as options: uepoll-run [OPTIONS] -- CMD [ARGS...]
+ * given as options: uepoll-run [OPTIONS] [--] CMD [ARGS...]
  *
  * It only sets the environment and execs CMD, so the exit status is CMD's.
  * A static executable cannot be preloaded (no dynamic loader reads
@@ -19,7 +19,7 @@
 
 static void run__usage(FILE *f)
 {
-	fputs("usage: uepoll-run [OPTIONS] -- CMD [ARGS...]\n"
+	fputs("usage: uepoll-run [OPTIONS] [--] CMD [ARGS...]\n"
 	      "Run CMD with every epoll instance and eventfd on uepoll\n"
 	      "(LD_PRELOAD=libuepoll-preload.so).  Options (each sets the\n"
 	      "environment variable named; all off: the kernel's behaviour):\n"
@@ -132,7 +132,10 @@ int main(int argc, char *argv[])
 	char file[PATH_MAX], *pre;
 	int i;
 
-	for (i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+	/* Options up to "--" or to the first word that is not one (the
+	 * command, for `uepoll-run prog args`). */
+	for (i = 1; i < argc && strcmp(argv[i], "--") && argv[i][0] == '-';
+	     i++) {
 		const char *o = argv[i];
 		bool has_arg = !strcmp(o, "--min-wait-us") ||
 			       !strcmp(o, "--coalesce") || !strcmp(o, "--preload");
@@ -174,11 +177,13 @@ int main(int argc, char *argv[])
 			return 2;
 		}
 	}
-	if (i + 1 >= argc) {
+	if (i < argc && !strcmp(argv[i], "--"))
+		i++;
+	if (i >= argc) {
 		run__usage(stderr);
 		return 2;
 	}
-	argv += i + 1;
+	argv += i;
 	if (!run__find(argv[0], file, sizeof(file))) {
 		fprintf(stderr, "uepoll-run: %s: command not found\n", argv[0]);
 		return 127;

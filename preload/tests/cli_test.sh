@@ -18,6 +18,10 @@ for o in --roundrobin --min-wait-us --coalesce --nospin --fifo --stats; do
 done
 "$run" -- sh -c 'exit 7'
 [ $? -eq 7 ] || fail "exit status of CMD not passed on"
+"$run" --stats sh -c 'exit 6' 2>/dev/null
+[ $? -eq 6 ] || fail "CMD without --: status"
+"$run" 2>/dev/null
+[ $? -eq 2 ] || fail "no CMD: not 2"
 "$run" --bogus -- true 2>/dev/null && fail "unknown option accepted"
 "$run" -- /nonexistent/cmd 2>/dev/null
 [ $? -eq 127 ] || fail "missing command: not 127"
