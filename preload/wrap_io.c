@@ -7,8 +7,8 @@
  * src/eventfd.c), not the counter.  So every read and write goes through
  * uepoll_read/uepoll_write, which pass any other fd to libc at the cost of
  * one lock-free table lookup.  readv/writev are taken over for ueventfds
- * only (the kernel's eventfd accepts them: one 8-byte value gathered from,
- * or scattered over, the vectors); for every other fd they are libc's.
+ * only, with the kernel's eventfd's rules (below); for every other fd
+ * they are libc's.
  *
  * Before the constructor ran, or inside this thread's own lookup of libc's
  * functions (real.c), read and write are raw system calls: that is the path
@@ -78,8 +78,8 @@ static size_t io__total(const struct iovec *iov, int n)
 	return t;
 }
 
-/* A ueventfd checks the length of the whole request (8 at least), as the
- * kernel's eventfd_read/eventfd_write do on the iterator. */
+/* The kernel's eventfd reads into an iterator: the whole request must
+ * hold 8 bytes, which are then scattered over the vectors. */
 PRELOAD_WRAP ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 {
 	unsigned char v[8];
@@ -103,21 +103,28 @@ PRELOAD_WRAP ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	return preload_keep_errno(e, r);
 }
 
+/* The kernel's eventfd has no write_iter: writev is a write(2) per vector,
+ * in order, ending at the first error (then the bytes written before it,
+ * if any, are the answer) or at the first vector not taken whole. */
 PRELOAD_WRAP ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
-	unsigned char v[8];
-	size_t off = 0, total;
+	ssize_t done = 0, r;
 	int e = errno;
 
 	if (!preload_ready() || iovcnt <= 0 || iovcnt > IOV_MAX ||
 	    !preload_is_eventfd(fd))
 		return REAL(writev)(fd, iov, iovcnt);
-	total = io__total(iov, iovcnt);
-	for (int i = 0; i < iovcnt && off < 8; i++) {
-		size_t k = iov[i].iov_len < 8 - off ? iov[i].iov_len : 8 - off;
-
-		memcpy(v + off, iov[i].iov_base, k);
-		off += k;
+	for (int i = 0; i < iovcnt; i++) {
+		r = uepoll_write(fd, iov[i].iov_base, iov[i].iov_len);
+		if (r < 0) {
+			if (!done)
+				return -1;
+			break;
+		}
+		done += r;
+		if ((size_t)r != iov[i].iov_len)
+			break;
 	}
-	return preload_keep_errno(e, uepoll_write(fd, v, total < 8 ? total : 8));
+	errno = e;
+	return done;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "ptest.h"
@@ -74,6 +75,25 @@ int main(void)
 	show_r("read runtime count", read(efd, buf, runtime_eight));
 	memcpy(&v, buf, sizeof(v));
 	SHOW("  value %llu", (unsigned long long)v);
+
+	/* writev: a write per vector (a value split over two is EINVAL);
+	 * readv: one 8-byte value scattered over the vectors. */
+	{
+		uint64_t a = 6, b = 1;
+		uint32_t lo = 6, hi = 0, rlo = 0, rhi = 0;
+		struct iovec w2[2] = { { &a, 8 }, { &b, 8 } };
+		struct iovec w[2] = { { &lo, 4 }, { &hi, 4 } };
+		struct iovec r[3] = { { &rlo, 2 }, { (char *)&rlo + 2, 2 },
+				      { &rhi, 4 } };
+
+		show_r("writev two values", writev(efd, w2, 2));
+		show_r("writev split value", writev(efd, w, 2));
+		show_r("writev short", writev(efd, w, 1));
+		show_r("readv short", readv(efd, r, 2));
+		show_r("readv", readv(efd, r, 3));
+		SHOW("  value %u %u", rlo, rhi);
+		show_r("readv empty", readv(efd, r, 3));
+	}
 
 	/* Semaphore mode: one at a time. */
 	sfd = eventfd(2, EFD_SEMAPHORE | EFD_NONBLOCK);
