@@ -54,6 +54,11 @@ bool preload_is_instance(int fd)
 	return preload__type(fd) == UOBJ_PORT;
 }
 
+bool preload_maybe_object(int fd)
+{
+	return fdtab_peek(fd) != NULL;
+}
+
 bool preload_is_object(int fd)
 {
 	return preload__type(fd) != 0;

@@ -46,6 +46,11 @@ static inline long preload_keep_errno(int e, long r)
 		errno = e;
 	return r;
 }
+/* Could fd be one of uepoll's objects?  false: certainly not now (nothing
+ * published under the number); one relaxed load, for the wrappers' fast
+ * path (wrap_io.c, FAST PATH).  Once ready, every real__fns entry the fast
+ * paths call is set (the constructor filled the table first). */
+bool preload_maybe_object(int fd);
 /* Is fd (now) one of uepoll's instances / ueventfds? */
 bool preload_is_object(int fd);
 bool preload_is_instance(int fd);

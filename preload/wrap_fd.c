@@ -57,6 +57,9 @@ PRELOAD_WRAP int close(int fd)
 		}
 		return 0;
 	}
+	/* FAST PATH in wrap_io.c. */
+	if (!preload_maybe_object(fd))
+		return real__fns.close(fd);
 	return fd_close(fd);
 }
 

@@ -33,21 +33,29 @@ static ssize_t io__raw(long nr, int fd, const void *buf, size_t n)
 	return r;
 }
 
+/* FAST PATH: a number with no object published (every fd of a program
+ * that never made one) goes straight to libc's call: the one relaxed load
+ * of fdtab_peek is then all the wrapper adds.  That a number becomes an
+ * object while this very call is on it is a race the program cannot tell
+ * from the call coming first, as with uepoll_read's own lookup. */
 PRELOAD_WRAP ssize_t read(int fd, void *buf, size_t count)
 {
-	int e = errno;
+	int e;
 
 	if (!preload_ready()) {
 		ssize_t (*f)(int, void *, size_t) = REAL(read);
 
 		return f ? f(fd, buf, count) : io__raw(SYS_read, fd, buf, count);
 	}
+	if (!preload_maybe_object(fd))
+		return real__fns.read(fd, buf, count);
+	e = errno;
 	return preload_keep_errno(e, uepoll_read(fd, buf, count));
 }
 
 PRELOAD_WRAP ssize_t write(int fd, const void *buf, size_t count)
 {
-	int e = errno;
+	int e;
 
 	if (!preload_ready()) {
 		ssize_t (*f)(int, const void *, size_t) = REAL(write);
@@ -55,6 +63,9 @@ PRELOAD_WRAP ssize_t write(int fd, const void *buf, size_t count)
 		return f ? f(fd, buf, count)
 			 : io__raw(SYS_write, fd, buf, count);
 	}
+	if (!preload_maybe_object(fd))
+		return real__fns.write(fd, buf, count);
+	e = errno;
 	return preload_keep_errno(e, uepoll_write(fd, buf, count));
 }
 
