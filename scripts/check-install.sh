@@ -11,7 +11,9 @@
 #  - uepoll_version() of the installed library equals CMake's project
 #    version and the installed header's UEPOLL_VERSION_* macros;
 #  - the shared library exports exactly the public API, versioned, and the
-#    man pages are installed.
+#    man pages are installed;
+#  - libuepoll-preload.so and uepoll-run are installed, the launcher
+#    pointing at the installed library.
 # Usage: scripts/check-install.sh [BUILD_DIR]
 # BUILD_DIR (the caller's build) is not used; it is accepted so that the
 # older calls still work.
@@ -88,5 +90,16 @@ if [ "$exported" != "$want" ]; then
 	exit 1
 fi
 ls "$stage"/usr/share/man/man3/uepoll_ctl.3 "$stage"/usr/share/man/man3/uepoll_version.3 \
-	"$stage"/usr/share/man/man7/uepoll.7 >/dev/null
-echo "check-install: ok (prefix /usr, libdir $libdir, version $version, pkg-config, shared, static, $(echo "$exported" | wc -l) versioned symbols, man pages)"
+	"$stage"/usr/share/man/man7/uepoll.7 "$stage"/usr/share/man/man1/uepoll-run.1 >/dev/null
+
+# The preload layer: the library in libdir, exporting libc names only (no
+# uepoll_* symbol), and the launcher in bin, which by default looks for the
+# library where it was configured to be installed.
+pre=$stage$libdir/libuepoll-preload.so
+[ -f "$pre" ] || fail "no libuepoll-preload.so in $libdir"
+nm -D --defined-only "$pre" | grep -q ' uepoll_' && fail "libuepoll-preload.so exports uepoll_* symbols"
+"$stage/usr/bin/uepoll-run" --help | grep -q "$libdir/libuepoll-preload.so" ||
+	fail "uepoll-run does not look for $libdir/libuepoll-preload.so"
+out=$("$stage/usr/bin/uepoll-run" --preload "$pre" -- sh -c 'echo $LD_PRELOAD')
+[ "$out" = "$pre" ] || fail "uepoll-run set LD_PRELOAD to $out"
+echo "check-install: ok (prefix /usr, libdir $libdir, version $version, pkg-config, shared, static, $(echo "$exported" | wc -l) versioned symbols, man pages, preload)"

@@ -107,3 +107,25 @@ struct uobj *fdtab_peek(int fd)
 
 	return s ? atomic_load_explicit(s, memory_order_relaxed) : NULL;
 }
+
+int fdtab_next(int fd)
+{
+	/* Chunk by chunk, so an unused range of numbers costs one load per
+	 * 4096 numbers: the preload layer's close_range() of everything
+	 * above 2 must not walk four million empty slots. */
+	if (fd < 0)
+		fd = 0;
+	for (unsigned d = (unsigned)fd >> FDTAB_CHUNK_SHIFT; d < FDTAB_DIRS;
+	     d++, fd = (int)(d << FDTAB_CHUNK_SHIFT)) {
+		fdtab__slot *chunk = atomic_load_explicit(
+			&fdtab__dir[d], memory_order_acquire);
+
+		if (!chunk)
+			continue;
+		for (int i = fd & (FDTAB_CHUNK - 1); i < FDTAB_CHUNK; i++)
+			if (atomic_load_explicit(&chunk[i],
+						 memory_order_relaxed))
+				return (int)(d << FDTAB_CHUNK_SHIFT) + i;
+	}
+	return -1;
+}

@@ -21,5 +21,9 @@ bool fdtab_reserve(int fd);
 bool fdtab_clear(int fd, struct uobj *o);
 /* The object at fd, no reference taken (a forked child, alone). */
 struct uobj *fdtab_peek(int fd);
+/* The lowest number >= fd at which an object is published now, or -1 (a
+ * racy snapshot: for the preload layer's close_range, which then checks
+ * each number with uobj_forget). */
+int fdtab_next(int fd);
 
 #endif

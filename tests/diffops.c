@@ -516,6 +516,11 @@ static void op_ctl(void)
 	}
 	op = roll < 50 ? EPOLL_CTL_ADD : roll < 75 ? EPOLL_CTL_MOD :
 	     roll < 97 ? EPOLL_CTL_DEL : (int)rnd(6) - 1;
+	/* Run under libuepoll-preload.so (preload_differential), the kernel
+	 * side's op 4 is the min-wait proposal's EPOLL_CTL_MIN_WAIT
+	 * (preload/wrap_epoll.c): another invalid op there. */
+	if (op == 4 && getenv("UEPOLL_DIFF_PRELOADED"))
+		op = 5;
 	if (ep >= 0 && chance(3)) {
 		t.kfd = kepfd;
 		t.ufd = uepfd;

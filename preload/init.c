@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * init.c - the preload layer's constructor, and the questions the wrappers
+ * ask the library about a number.
+ *
+ * Order matters: sys_bind_libc() first, so that from then on the library's
+ * own system calls (it makes them through `syscall`, `read`, `close`...,
+ * names this layer defines) go to libc's definitions and never re-enter a
+ * wrapper; then the policies; only then are the wrappers switched to
+ * uepoll.  The constructor runs early (priority 101) but other libraries'
+ * constructors, and threads they start, may call a wrapper before it: the
+ * wrappers then pass to libc, and since no uepoll object exists yet, that
+ * is exactly right.  A number created before the switch stays a kernel
+ * object for good, which uepoll's calls pass straight to the kernel.
+ */
+#include <errno.h>
+
+#include "fdtab.h"
+#include "sys.h"
+
+#include "preload.h"
+
+atomic_bool preload__ready;
+
+__attribute__((constructor(101))) static void preload__init(void)
+{
+	int e = errno;
+
+	real_resolve_all();
+	/* -ENOSYS: no libc.so.6 to bind to; the wrappers stay libc's. */
+	if (sys_bind_libc() == 0) {
+		policy_load();
+		stats_setup();
+		atomic_store_explicit(&preload__ready, true,
+				      memory_order_release);
+	}
+	errno = e;
+}
+
+static int preload__type(int fd)
+{
+	struct uobj *o = fdtab_get(fd);
+	int t = 0;
+
+	if (o) {
+		t = o->type;
+		uobj_put(o);
+	}
+	return t;
+}
+
+bool preload_is_instance(int fd)
+{
+	return preload__type(fd) == UOBJ_PORT;
+}
+
+bool preload_maybe_object(int fd)
+{
+	return fdtab_peek(fd) != NULL;
+}
+
+bool preload_is_object(int fd)
+{
+	return preload__type(fd) != 0;
+}
+
+bool preload_is_eventfd(int fd)
+{
+	return preload__type(fd) == UOBJ_EVENTFD;
+}

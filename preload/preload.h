@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * preload.h - what the files of libuepoll-preload.so share.
+ *
+ * The preload layer makes an unmodified program's epoll and eventfd calls
+ * uepoll's: each wrapper (wrap_*.c) defines a libc name, and once the
+ * layer is initialised (init.c) maps it to the public uepoll_* call that
+ * stands for it.  Before that, and for anything uepoll does not own, the
+ * call goes to libc's own definition (real.c), so the program sees the
+ * kernel's answer.  Only the wrapped libc names are exported
+ * (preload.map); the library linked in stays hidden.
+ */
+#ifndef UEPOLL_PRELOAD_H
+#define UEPOLL_PRELOAD_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+/* A wrapper: exported from the .so (everything else is hidden). */
+#define PRELOAD_WRAP __attribute__((visibility("default")))
+
+/* ---- init.c ------------------------------------------------------------ */
+
+/* True once the constructor has bound the library's system calls to libc
+ * (sys_bind_libc) and read the policies: from then on the wrappers route
+ * through uepoll.  Before it, every wrapper is libc's call. */
+extern atomic_bool preload__ready;
+static inline bool preload_ready(void)
+{
+	return atomic_load_explicit(&preload__ready, memory_order_acquire);
+}
+/* The value a uepoll call returned, with the caller's errno e put back on
+ * success: the library may leave errno changed by an internal system call
+ * that failed on the way to a success (a kernel call never does). */
+static inline long preload_keep_errno(int e, long r)
+{
+	if (r >= 0)
+		errno = e;
+	return r;
+}
+/* Could fd be one of uepoll's objects?  false: certainly not now (nothing
+ * published under the number); one relaxed load, for the wrappers' fast
+ * path (wrap_io.c, FAST PATH).  Once ready, every real__fns entry the fast
+ * paths call is set (the constructor filled the table first). */
+bool preload_maybe_object(int fd);
+/* Is fd (now) one of uepoll's instances / ueventfds? */
+bool preload_is_object(int fd);
+bool preload_is_instance(int fd);
+bool preload_is_eventfd(int fd);
+
+/* ---- real.c: libc's own definitions ------------------------------------ */
+
+/* Each returns libc's function, found on first use without malloc; NULL
+ * only while this very thread is finding one (a malloc that the lookup
+ * started called back into a wrapper): the callers then use
+ * real_syscall_raw. */
+struct real_fns {
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	int (*close)(int);
+	int (*close_range)(unsigned int, unsigned int, int);
+	void (*closefrom)(int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*fcntl64)(int, int, ...);
+	long (*syscall)(long, ...);
+	int (*eventfd)(unsigned int, int);
+	int (*eventfd_read)(int, uint64_t *);
+	int (*eventfd_write)(int, uint64_t);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int,
+			   const sigset_t *);
+	int (*epoll_pwait2)(int, struct epoll_event *, int,
+			    const struct timespec *, const sigset_t *);
+	ssize_t (*__read_chk)(int, void *, size_t, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*execve)(const char *, char *const[], char *const[]);
+	int (*execv)(const char *, char *const[]);
+	int (*execvp)(const char *, char *const[]);
+	int (*execvpe)(const char *, char *const[], char *const[]);
+	int (*fexecve)(int, char *const[], char *const[]);
+	int (*posix_spawn)(pid_t *, const char *,
+			   const posix_spawn_file_actions_t *,
+			   const posix_spawnattr_t *, char *const[],
+			   char *const[]);
+	int (*posix_spawnp)(pid_t *, const char *,
+			    const posix_spawn_file_actions_t *,
+			    const posix_spawnattr_t *, char *const[],
+			    char *const[]);
+	int (*system)(const char *);
+	FILE *(*popen)(const char *, const char *);
+	pid_t (*fork)(void);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+};
+/* The table, filled entry by entry on first use. */
+extern struct real_fns real__fns;
+void *real__get(void **slot, const char *name);
+#define REAL(name)                                                           \
+	((__typeof__(real__fns.name))real__get((void **)&real__fns.name,     \
+					       #name))
+/* A system call without libc (-errno on failure): for a wrapper entered
+ * from inside the lookup itself, where libc's function is not known yet. */
+long real_syscall_raw(long nr, long a, long b, long c, long d, long e,
+		      long f);
+/* Fill the whole table now (the constructor: later calls then never look
+ * anything up). */
+void real_resolve_all(void);
+
+/* ---- policy.c: the environment, read once ------------------------------ */
+
+struct policy {
+	bool roundrobin;      /* UEPOLL_ROUNDROBIN=1 */
+	bool nospin;	      /* UEPOLL_NOSPIN=1 */
+	bool fifo;	      /* UEPOLL_WAKE_FIFO=1 */
+	bool stats;	      /* UEPOLL_STATS=1 */
+	uint32_t min_wait_us; /* UEPOLL_MIN_WAIT_US=N */
+};
+extern struct policy policy;
+void policy_load(void);
+
+/* ---- stats.c: counters printed at exit with UEPOLL_STATS=1 ------------- */
+
+enum stat_id {
+	STAT_INSTANCES,
+	STAT_EVENTFDS,
+	STAT_CTLS,
+	STAT_WAITS,
+	STAT_READS,
+	STAT_WRITES,
+	STAT_CLOSES,
+	STAT_DUPS,
+	STAT_DEMOTES,
+	STAT_FORGETS,
+	STAT__N,
+};
+extern _Atomic uint64_t stats__v[STAT__N];
+/* Counted only with UEPOLL_STATS=1: a shared counter on every wait, read
+ * and write would be a cache line the program's threads fight over. */
+static inline void stats_add(enum stat_id id)
+{
+	if (policy.stats)
+		atomic_fetch_add_explicit(&stats__v[id], 1,
+					  memory_order_relaxed);
+}
+void stats_setup(void);
+
+/* ---- wrap_fd.c --------------------------------------------------------- */
+
+/* Numbers first..last were closed behind uepoll's back: forget the
+ * objects published there. */
+void fd_forget_range(unsigned int first, unsigned int last);
+int fd_close(int fd);
+int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2);
+int fd_close_range(unsigned int first, unsigned int last, int flags,
+		   bool via_syscall);
+
+/* ---- wrap_exec.c ------------------------------------------------------- */
+
+/* Before a new program replaces this one: demote what it inherits. */
+void exec_prepare(void);
+
+#endif

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_epoll.c - epoll_create, epoll_create1, epoll_ctl and the waits.
+ *
+ * Every instance the program creates once the layer is ready is a uepoll
+ * instance, made with the policies' options (UEPOLL_NOSPIN,
+ * UEPOLL_WAKE_FIFO, UEPOLL_MIN_WAIT_US).  The ctl and the waits are
+ * uepoll's, which give any fd that is not an instance (a kernel epoll made
+ * before the layer was ready, a socket) the kernel's own answer.
+ *
+ * Two translations in epoll_ctl, on uepoll instances only (a kernel epoll
+ * must keep rejecting what the kernel rejects):
+ *  - EPOLL_CTL_ADD with EPOLLEXCLUSIVE: the round-robin proposal's bit
+ *    1 << 27 becomes EPOLLROUNDROBIN (so its program runs as posted), and
+ *    with UEPOLL_ROUNDROBIN=1 every such registration gets it.  The bit is
+ *    taken whatever the policy: the kernel answers EINVAL to it, so no
+ *    working program passes it for another meaning.
+ *  - op 4, the min-wait proposal's EPOLL_CTL_MIN_WAIT, is
+ *    UEPOLL_CTL_MIN_WAIT (data.u64 = microseconds, fd ignored).  The kernel
+ *    answers op 4 with EINVAL (or EBADF for the proposal's fd -1), so
+ *    again no working program depends on the difference.
+ */
+#include <errno.h>
+#include <sys/syscall.h>
+
+#include "uepoll.h"
+
+#include "preload.h"
+
+#define PRELOAD_EPOLLBALANCED (1u << 27)
+#define PRELOAD_EPOLL_CTL_MIN_WAIT 4
+
+/* The policies' options on a new instance.  A min-wait that cannot be set
+ * (it can only fail for want of memory) fails the creation, as the
+ * program asked for behaviour it would otherwise silently not get. */
+static int epoll__create(int flags)
+{
+	unsigned int uflags = (policy.nospin ? UEPOLL_NOSPIN : 0) |
+			      (policy.fifo ? UEPOLL_WAKE_FIFO : 0);
+	int e = errno;
+	int fd = uflags ? uepoll_create2(flags, uflags) : uepoll_create1(flags);
+
+	if (fd < 0)
+		return fd;
+	stats_add(STAT_INSTANCES);
+	if (policy.min_wait_us) {
+		struct uepoll_batch b = { .min_wait_us = policy.min_wait_us };
+
+		if (uepoll_batch(fd, &b, NULL) < 0) {
+			int be = errno;
+
+			uepoll_close(fd);
+			errno = be;
+			return -1;
+		}
+	}
+	errno = e;
+	return fd;
+}
+
+PRELOAD_WRAP int epoll_create1(int flags)
+{
+	if (!preload_ready())
+		return REAL(epoll_create1)(flags);
+	return epoll__create(flags);
+}
+
+PRELOAD_WRAP int epoll_create(int size)
+{
+	if (!preload_ready())
+		return REAL(epoll_create)(size);
+	if (size <= 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return epoll__create(0);
+}
+
+PRELOAD_WRAP int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
+{
+	struct epoll_event ev;
+	int e = errno;
+
+	if (!preload_ready())
+		return REAL(epoll_ctl)(epfd, op, fd, event);
+	stats_add(STAT_CTLS);
+	if (op == PRELOAD_EPOLL_CTL_MIN_WAIT && preload_is_instance(epfd))
+		op = UEPOLL_CTL_MIN_WAIT;
+	/* A copy: the caller's struct is its own (threads may share one, as
+	 * the round-robin proposal's program does) and the kernel never
+	 * writes it. */
+	if (op == EPOLL_CTL_ADD && event && event->events & EPOLLEXCLUSIVE &&
+	    (policy.roundrobin || event->events & PRELOAD_EPOLLBALANCED) &&
+	    preload_is_instance(epfd)) {
+		ev = *event;
+		ev.events = (ev.events & ~PRELOAD_EPOLLBALANCED) |
+			    EPOLLROUNDROBIN;
+		event = &ev;
+	}
+	return (int)preload_keep_errno(e, uepoll_ctl(epfd, op, fd, event));
+}
+
+PRELOAD_WRAP int epoll_wait(int epfd, struct epoll_event *events,
+			    int maxevents, int timeout)
+{
+	if (!preload_ready())
+		return REAL(epoll_wait)(epfd, events, maxevents, timeout);
+	int e = errno;
+
+	stats_add(STAT_WAITS);
+	return (int)preload_keep_errno(e, uepoll_wait(epfd, events, maxevents, timeout));
+}
+
+PRELOAD_WRAP int epoll_pwait(int epfd, struct epoll_event *events,
+			     int maxevents, int timeout, const sigset_t *sigmask)
+{
+	if (!preload_ready())
+		return REAL(epoll_pwait)(epfd, events, maxevents, timeout,
+					 sigmask);
+	int e = errno;
+
+	stats_add(STAT_WAITS);
+	return (int)preload_keep_errno(e, uepoll_pwait(epfd, events, maxevents, timeout, sigmask));
+}
+
+PRELOAD_WRAP int epoll_pwait2(int epfd, struct epoll_event *events,
+			      int maxevents, const struct timespec *timeout,
+			      const sigset_t *sigmask)
+{
+	if (!preload_ready())
+		return REAL(epoll_pwait2)(epfd, events, maxevents, timeout,
+					  sigmask);
+	int e = errno;
+
+	stats_add(STAT_WAITS);
+	return (int)preload_keep_errno(e, uepoll_pwait2(epfd, events, maxevents, timeout, sigmask));
+}

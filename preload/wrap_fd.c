@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_fd.c - every way to close or replace a number: close, close_range,
+ * closefrom, dup2, dup3, fcntl's F_DUPFD*, and dup and fcntl themselves.
+ *
+ * A uepoll object is published under its number in the library's fd table.
+ * A number closed by the kernel without the library knowing would leave a
+ * stale entry (a later read() of the number, now some socket, would go to
+ * the dead object), and the object would leak.  close() of an object is
+ * uepoll_close; the calls that close many numbers, or replace one, go to
+ * the kernel and then drop what was published under the numbers they
+ * closed.
+ *
+ * RACE.  Between the kernel's close and the drop, another thread may be
+ * given the same number for a new object: so what was published before
+ * the call is noted first (with a reference), and afterwards only that
+ * object is dropped, if the number still leads to it (uobj_unpublish).
+ *
+ * The library's own private fds (obj.h: kfd, an instance's kernel epoll
+ * and doorbell) are numbers too: a close_range() over them while objects
+ * live breaks those objects, as closing another library's fds would.  The
+ * common uses (in a child before exec, at start before any object) are
+ * fine; docs/design.md lists it among what the layer cannot cover.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "uepoll.h"
+
+#include "fdtab.h"
+
+#include "preload.h"
+
+int fd_close(int fd)
+{
+	int e = errno;
+
+	stats_add(STAT_CLOSES);
+	return (int)preload_keep_errno(e, uepoll_close(fd));
+}
+
+PRELOAD_WRAP int close(int fd)
+{
+	if (!preload_ready()) {
+		int (*f)(int) = REAL(close);
+		long r;
+
+		if (f)
+			return f(fd);
+		r = real_syscall_raw(SYS_close, fd, 0, 0, 0, 0, 0);
+		if (r < 0) {
+			errno = (int)-r;
+			return -1;
+		}
+		return 0;
+	}
+	/* FAST PATH in wrap_io.c. */
+	if (!preload_maybe_object(fd))
+		return real__fns.close(fd);
+	return fd_close(fd);
+}
+
+/* What was published in a range before the kernel closes it (RACE). */
+struct fd__snap {
+	int fd;
+	struct uobj *o;
+};
+
+/* The objects published in [first, last], each with a reference, in a
+ * malloc'ed array (*n of them); NULL if there are none, or if no memory
+ * (then *n is -1 and the caller drops by number afterwards). */
+static struct fd__snap *fd__snapshot(unsigned int first, unsigned int last,
+				     long *n)
+{
+	struct fd__snap *v = NULL, *w;
+	long cap = 0;
+	int fd = first > INT32_MAX ? -1 : fdtab_next((int)first);
+
+	*n = 0;
+	for (; fd >= 0 && (unsigned int)fd <= last; fd = fdtab_next(fd + 1)) {
+		struct uobj *o = fdtab_get(fd);
+
+		if (!o)
+			continue;
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			w = realloc(v, (size_t)cap * sizeof(*v));
+			if (!w) {
+				uobj_put(o);
+				for (long i = 0; i < *n; i++)
+					uobj_put(v[i].o);
+				free(v);
+				*n = -1;
+				return NULL;
+			}
+			v = w;
+		}
+		v[*n].fd = fd;
+		v[(*n)++].o = o;
+		if (fd == INT32_MAX)
+			break;
+	}
+	return v;
+}
+
+/* After the kernel closed the range: drop what the snapshot saw there. */
+static void fd__drop(struct fd__snap *v, long n, unsigned int first,
+		     unsigned int last)
+{
+	if (n < 0) {
+		fd_forget_range(first, last);
+		return;
+	}
+	for (long i = 0; i < n; i++) {
+		uobj_unpublish(v[i].fd, v[i].o);
+		uobj_put(v[i].o);
+		stats_add(STAT_FORGETS);
+	}
+	free(v);
+}
+
+void fd_forget_range(unsigned int first, unsigned int last)
+{
+	int fd = first > INT32_MAX ? -1 : fdtab_next((int)first);
+
+	for (; fd >= 0 && (unsigned int)fd <= last; fd = fdtab_next(fd + 1)) {
+		uobj_forget(fd);
+		stats_add(STAT_FORGETS);
+		if (fd == INT32_MAX)
+			break;
+	}
+}
+
+/* close_range through libc, or the system call for syscall(2)'s wrapper. */
+int fd_close_range(unsigned int first, unsigned int last, int flags,
+		   bool via_syscall)
+{
+	struct fd__snap *v = NULL;
+	long n = 0;
+	int r;
+
+	/* CLOSE_RANGE_CLOEXEC closes nothing. */
+	bool closes = preload_ready() && !(flags & CLOSE_RANGE_CLOEXEC);
+
+	if (closes)
+		v = fd__snapshot(first, last, &n);
+	if (via_syscall)
+		r = (int)REAL(syscall)(SYS_close_range, first, last, flags);
+	else if (REAL(close_range))
+		r = REAL(close_range)(first, last, flags);
+	else {
+		errno = ENOSYS;
+		r = -1;
+	}
+	if (r == 0 && closes) {
+		fd__drop(v, n, first, last);
+	} else {
+		for (long i = 0; i < n; i++)
+			uobj_put(v[i].o);
+		free(v);
+	}
+	return r;
+}
+
+PRELOAD_WRAP int close_range(unsigned int first, unsigned int last, int flags)
+{
+	return fd_close_range(first, last, flags, false);
+}
+
+PRELOAD_WRAP void closefrom(int lowfd)
+{
+	struct fd__snap *v = NULL;
+	long n = 0;
+	int e = errno;
+
+	if (!REAL(closefrom))
+		return;
+	if (!preload_ready() || lowfd < 0) {
+		REAL(closefrom)(lowfd);
+		return;
+	}
+	v = fd__snapshot((unsigned int)lowfd, ~0u, &n);
+	REAL(closefrom)(lowfd);
+	fd__drop(v, n, (unsigned int)lowfd, ~0u);
+	errno = e;
+}
+
+int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2)
+{
+	struct uobj *victim, *mine;
+	int e = errno, r;
+
+	/* dup2(fd, fd) is no replacement: fd if open (as glibc answers). */
+	if (is_dup2 && oldfd == newfd) {
+		r = REAL(fcntl)(oldfd, F_GETFD);
+		return r < 0 ? r : newfd;
+	}
+	/* The kernel closes newfd silently: the object there (RACE) is
+	 * dropped, unless the dup made newfd a number of the same object. */
+	victim = oldfd != newfd ? fdtab_get(newfd) : NULL;
+	mine = victim ? fdtab_get(oldfd) : NULL;
+	r = is_dup2 ? uepoll_dup2(oldfd, newfd) : uepoll_dup3(oldfd, newfd, flags);
+	if (r >= 0 && victim && victim != mine) {
+		uobj_unpublish(newfd, victim);
+		stats_add(STAT_FORGETS);
+	}
+	if (victim)
+		uobj_put(victim);
+	if (mine)
+		uobj_put(mine);
+	if (r >= 0)
+		stats_add(STAT_DUPS);
+	return (int)preload_keep_errno(e, r);
+}
+
+PRELOAD_WRAP int dup(int oldfd)
+{
+	int e = errno, r;
+
+	if (!preload_ready())
+		return REAL(dup)(oldfd);
+	r = uepoll_dup(oldfd);
+	if (r >= 0)
+		stats_add(STAT_DUPS);
+	return (int)preload_keep_errno(e, r);
+}
+
+PRELOAD_WRAP int dup2(int oldfd, int newfd)
+{
+	if (!preload_ready())
+		return REAL(dup2)(oldfd, newfd);
+	return fd_dup3(oldfd, newfd, 0, true);
+}
+
+PRELOAD_WRAP int dup3(int oldfd, int newfd, int flags)
+{
+	if (!preload_ready())
+		return REAL(dup3)(oldfd, newfd, flags);
+	return fd_dup3(oldfd, newfd, flags, false);
+}
+
+/* An object's number: uepoll_fcntl (F_DUPFD* are dups, F_SETFL's
+ * O_NONBLOCK is seen at once).  Any other fd: libc's own fcntl, which keeps
+ * its cancellation point for F_SETLKW and its lock-structure handling. */
+static int fd__fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
+{
+	struct uobj *o;
+	int e = errno, r;
+
+	if (!preload_ready() || !(o = fdtab_get(fd)))
+		return real(fd, cmd, arg);
+	uobj_put(o);
+	r = uepoll_fcntl(fd, cmd, arg);
+	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		stats_add(STAT_DUPS);
+	return (int)preload_keep_errno(e, r);
+}
+
+/* The argument, whatever its type (int, long or a pointer), is read as a
+ * pointer, as glibc's own fcntl reads it. */
+PRELOAD_WRAP int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fd__fcntl(REAL(fcntl), fd, cmd, arg);
+}
+
+PRELOAD_WRAP int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	void *arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	return fd__fcntl(REAL(fcntl64) ? REAL(fcntl64) : REAL(fcntl), fd, cmd,
+			 arg);
+}

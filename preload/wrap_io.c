@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_io.c - read, write, __read_chk, readv, writev.
+ *
+ * A ueventfd's counter lives in the process: a read or write of its number
+ * that reached the kernel would see the mirror eventfd (MIRROR in
+ * src/eventfd.c), not the counter.  So every read and write goes through
+ * uepoll_read/uepoll_write, which pass any other fd to libc at the cost of
+ * one lock-free table lookup.  readv/writev are taken over for ueventfds
+ * only, with the kernel's eventfd's rules (below); for every other fd
+ * they are libc's.
+ *
+ * Before the constructor ran, or inside this thread's own lookup of libc's
+ * functions (real.c), read and write are raw system calls: that is the path
+ * a malloc's initialisation can take.
+ */
+#include <limits.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+#include "uepoll.h"
+
+#include "preload.h"
+
+static ssize_t io__raw(long nr, int fd, const void *buf, size_t n)
+{
+	long r = real_syscall_raw(nr, fd, (long)buf, (long)n, 0, 0, 0);
+
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	return r;
+}
+
+/* FAST PATH: a number with no object published (every fd of a program
+ * that never made one) goes straight to libc's call: the one relaxed load
+ * of fdtab_peek is then all the wrapper adds.  That a number becomes an
+ * object while this very call is on it is a race the program cannot tell
+ * from the call coming first, as with uepoll_read's own lookup. */
+PRELOAD_WRAP ssize_t read(int fd, void *buf, size_t count)
+{
+	int e;
+
+	if (!preload_ready()) {
+		ssize_t (*f)(int, void *, size_t) = REAL(read);
+
+		return f ? f(fd, buf, count) : io__raw(SYS_read, fd, buf, count);
+	}
+	if (!preload_maybe_object(fd))
+		return real__fns.read(fd, buf, count);
+	e = errno;
+	return preload_keep_errno(e, uepoll_read(fd, buf, count));
+}
+
+PRELOAD_WRAP ssize_t write(int fd, const void *buf, size_t count)
+{
+	int e;
+
+	if (!preload_ready()) {
+		ssize_t (*f)(int, const void *, size_t) = REAL(write);
+
+		return f ? f(fd, buf, count)
+			 : io__raw(SYS_write, fd, buf, count);
+	}
+	if (!preload_maybe_object(fd))
+		return real__fns.write(fd, buf, count);
+	e = errno;
+	return preload_keep_errno(e, uepoll_write(fd, buf, count));
+}
+
+/* _FORTIFY_SOURCE's read: the same, after its check of the buffer.  (Its
+ * prototype is in no header unless fortification is on.) */
+ssize_t __read_chk(int fd, void *buf, size_t nbytes, size_t buflen);
+PRELOAD_WRAP ssize_t __read_chk(int fd, void *buf, size_t nbytes,
+				size_t buflen)
+{
+	if (nbytes > buflen || !preload_ready())
+		return REAL(__read_chk)(fd, buf, nbytes, buflen);
+	return read(fd, buf, nbytes);
+}
+
+static size_t io__total(const struct iovec *iov, int n)
+{
+	size_t t = 0;
+
+	for (int i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* The kernel's eventfd reads into an iterator: the whole request must
+ * hold 8 bytes, which are then scattered over the vectors. */
+PRELOAD_WRAP ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
+{
+	unsigned char v[8];
+	size_t off = 0;
+	ssize_t r;
+	int e = errno;
+
+	if (!preload_ready() || iovcnt <= 0 || iovcnt > IOV_MAX ||
+	    !preload_is_eventfd(fd))
+		return REAL(readv)(fd, iov, iovcnt);
+	r = uepoll_read(fd, v, io__total(iov, iovcnt) < 8 ? 0 : 8);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < iovcnt && off < (size_t)r; i++) {
+		size_t k = iov[i].iov_len < (size_t)r - off ? iov[i].iov_len
+							    : (size_t)r - off;
+
+		memcpy(iov[i].iov_base, v + off, k);
+		off += k;
+	}
+	return preload_keep_errno(e, r);
+}
+
+/* The kernel's eventfd has no write_iter: writev is a write(2) per vector,
+ * in order, ending at the first error (then the bytes written before it,
+ * if any, are the answer) or at the first vector not taken whole. */
+PRELOAD_WRAP ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
+{
+	ssize_t done = 0, r;
+	int e = errno;
+
+	if (!preload_ready() || iovcnt <= 0 || iovcnt > IOV_MAX ||
+	    !preload_is_eventfd(fd))
+		return REAL(writev)(fd, iov, iovcnt);
+	for (int i = 0; i < iovcnt; i++) {
+		r = uepoll_write(fd, iov[i].iov_base, iov[i].iov_len);
+		if (r < 0) {
+			if (!done)
+				return -1;
+			break;
+		}
+		done += r;
+		if ((size_t)r != iov[i].iov_len)
+			break;
+	}
+	errno = e;
+	return done;
+}
