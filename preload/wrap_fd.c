@@ -188,29 +188,14 @@ PRELOAD_WRAP void closefrom(int lowfd)
 	errno = e;
 }
 
+/* uepoll_dup2/uepoll_dup3 make a new number of an object the same object,
+ * and take a number they replace from the object it led to (NUMBERS in
+ * src/obj.c), whatever the old number is. */
 int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2)
 {
-	struct uobj *victim, *mine;
 	int e = errno, r;
 
-	/* dup2(fd, fd) is no replacement: fd if open (as glibc answers). */
-	if (is_dup2 && oldfd == newfd) {
-		r = REAL(fcntl)(oldfd, F_GETFD);
-		return r < 0 ? r : newfd;
-	}
-	/* The kernel closes newfd silently: the object there (RACE) is
-	 * dropped, unless the dup made newfd a number of the same object. */
-	victim = oldfd != newfd ? fdtab_get(newfd) : NULL;
-	mine = victim ? fdtab_get(oldfd) : NULL;
 	r = is_dup2 ? uepoll_dup2(oldfd, newfd) : uepoll_dup3(oldfd, newfd, flags);
-	if (r >= 0 && victim && victim != mine) {
-		uobj_unpublish(newfd, victim);
-		stats_add(STAT_FORGETS);
-	}
-	if (victim)
-		uobj_put(victim);
-	if (mine)
-		uobj_put(mine);
 	if (r >= 0)
 		stats_add(STAT_DUPS);
 	return (int)preload_keep_errno(e, r);
@@ -250,9 +235,13 @@ static int fd__fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 	struct uobj *o;
 	int e = errno, r;
 
-	if (!preload_ready() || !(o = fdtab_get(fd)))
+	/* A dup of any fd may land on a number the table still has: the
+	 * library's F_DUPFD drops what was there. */
+	if (!preload_ready() ||
+	    (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && !(o = fdtab_get(fd))))
 		return real(fd, cmd, arg);
-	uobj_put(o);
+	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
+		uobj_put(o);
 	r = uepoll_fcntl(fd, cmd, arg);
 	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
 		stats_add(STAT_DUPS);
