@@ -5,9 +5,8 @@
  * A ueventfd sent to another process arrives there as the kernel eventfd
  * it stands for, without the counter in this process's memory: so each one
  * is demoted before the message leaves (uepoll_demote), and both processes
- * then share an exact kernel eventfd, as after a fork.  An instance sent
- * arrives as its kernel epoll, which holds only its kernel fds (instances
- * cannot be demoted yet: uepoll_demote(3)); docs/design.md lists it.
+ * then share an exact kernel eventfd, as after a fork.  An instance is
+ * demoted too: it arrives as its kernel epoll with every registration.
  */
 #include <sys/socket.h>
 
@@ -34,7 +33,7 @@ static void msg__demote(const struct msghdr *msg)
 			int fd;
 
 			__builtin_memcpy(&fd, p + i * sizeof(int), sizeof(fd));
-			if (preload_is_eventfd(fd) && uepoll_demote(fd) == 0)
+			if (preload_is_object(fd) && uepoll_demote(fd) == 0)
 				stats_add(STAT_DEMOTES);
 		}
 	}
