@@ -9,7 +9,8 @@
 # build-bench/results/<UTC time>/{tables.md,results.json,report.md,*.png}
 # (build-bench/results/latest points to the last run).
 #
-#   scripts/bench.sh                 # the full suite (under 10 min on 2 cores)
+#   scripts/bench.sh                 # the full suite (under 10 min on 2 cores),
+#                                    # then the preload's (real servers, issue 20)
 #   scripts/bench.sh --quick         # the smoke-test sizes (a few seconds)
 #   scripts/bench.sh herd --reps 5   # any `uepoll-bench run` arguments
 #
@@ -85,4 +86,14 @@ if ((rc != 0)); then
 	log "uepoll-bench FAILED (exit $rc): see the FAIL lines above"
 	exit "$rc"
 fi
-log "results in $RESULTS_DIR (tables.md, results.json, report.md, *.png)"
+# --- 4. the preload's benchmark (full suite only): unmodified programs --------
+if (($# == 0)); then
+	if [[ ${SKIP_APT:-0} != 1 ]]; then
+		"$ROOT/scripts/deps.sh" nginx-light redis-server redis-tools wrk >&2 ||
+			log "some servers could not be installed: their rows are left out"
+	fi
+	cmake --build "$BUILD_DIR" -j "$jobs" --target uepoll_preload uepoll-run pipe_cost >/dev/null
+	log "running: preload/bench/bench.sh (native vs uepoll-run)"
+	"$ROOT/preload/bench/bench.sh" "$BUILD_DIR" 5 | tee "$RESULTS_DIR/preload.md"
+fi
+log "results in $RESULTS_DIR (tables.md, preload.md, results.json, report.md, *.png)"
