@@ -27,7 +27,7 @@
 
 #include "preload.h"
 
-#define PRELOAD_EPOLLBALANCED (1u << 27)
+#define PRELOAD_RR_BIT27 (1u << 27)
 #define PRELOAD_EPOLL_CTL_MIN_WAIT 4
 
 /* The policies' options on a new instance.  A min-wait that cannot be set
@@ -90,10 +90,10 @@ PRELOAD_WRAP int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	 * the round-robin proposal's program does) and the kernel never
 	 * writes it. */
 	if (op == EPOLL_CTL_ADD && event && event->events & EPOLLEXCLUSIVE &&
-	    (policy.roundrobin || event->events & PRELOAD_EPOLLBALANCED) &&
+	    (policy.roundrobin || event->events & PRELOAD_RR_BIT27) &&
 	    preload_is_instance(epfd)) {
 		ev = *event;
-		ev.events = (ev.events & ~PRELOAD_EPOLLBALANCED) |
+		ev.events = (ev.events & ~PRELOAD_RR_BIT27) |
 			    EPOLLROUNDROBIN;
 		event = &ev;
 	}
