@@ -5,8 +5,10 @@
 # minimum of 4*REPS), native and preloaded runs interleaved.  Use a Release build.  Rows:
 #   pipe      ns per read/write call of a pipe (a program without epoll);
 #   redis     redis-benchmark SET/GET requests/s and p99 (50 clients);
-#   nginx     wrk requests/s and p99 (2 workers, 64 connections), native,
-#             preloaded with the policies off, and with --roundrobin.
+#   nginx     wrk requests/s, p99 and per-worker spread (Jain) (2 workers,
+#             64 connections), native,
+#             preloaded with the policies off, with --roundrobin and with
+#             --min-wait-us 200.
 # A server whose packages are missing is left out (scripts/deps.sh
 # nginx-light redis-server redis-tools wrk installs them).
 set -u
@@ -21,7 +23,8 @@ trap '[ -n "$pid" ] && kill -9 $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0) printf "%.3f", b / a; else print "-" }'; }
 port_free() { ! (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
-pick_port() { p=$((30000 + RANDOM % 20000)); while ! port_free $p; do p=$((p + 1)); done; echo $p; }
+# Below the ephemeral range (32768-60999), where clients' ports come from.
+pick_port() { p=$((20000 + RANDOM % 12000)); while ! port_free $p; do p=$((p + 1)); done; echo $p; }
 wait_port() { for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 echo "| row | native | preloaded | ratio (preloaded/native) |"
@@ -67,9 +70,10 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 fi
 
 if command -v nginx >/dev/null && command -v wrk >/dev/null; then
-	nginx_once() { # $1: launcher or ""; appends "rps p99_ms"
+	nginx_once() { # $1: launcher or ""; appends "rps p99_ms jain"
 		port=$(pick_port)
 		mkdir -p "$tmp/ng"
+		rm -f "$tmp/ng/access.log"
 		cat >"$tmp/ng/nginx.conf" <<CONF
 worker_processes 2;
 daemon off;
@@ -77,7 +81,8 @@ pid $tmp/ng/nginx.pid;
 error_log $tmp/ng/error.log;
 events { worker_connections 1024; }
 http {
-	access_log off;
+	log_format byworker '\$pid';
+	access_log $tmp/ng/access.log byworker buffer=64k;
 	client_body_temp_path $tmp/ng; proxy_temp_path $tmp/ng;
 	fastcgi_temp_path $tmp/ng; uwsgi_temp_path $tmp/ng; scgi_temp_path $tmp/ng;
 	server { listen 127.0.0.1:$port; location / { return 200 "hello\n"; } }
@@ -91,21 +96,29 @@ CONF
 			     /^ +99%/ { v = $2; m = 1;
 				if (v ~ /us$/) m = 0.001; else if (v ~ /ms$/) m = 1; else if (v ~ /s$/) m = 1000;
 				sub(/[a-z]+$/, "", v); p = v * m }
-			     END { print r, p }' >>"$2"
+			     END { printf "%s %s ", r, p }' >>"$2"
 		kill -QUIT $pid
 		wait $pid 2>/dev/null
 		pid=
+		# Per-worker spread: Jain's index of the requests each worker
+		# served (1: even; 1/2: one worker served everything).
+		awk '{ n[$1]++ } END { for (w in n) { s += n[w]; q += n[w] * n[w]; k++ }
+			if (k < 2) k = 2; print (q ? s * s / (k * q) : 0) }' \
+			"$tmp/ng/access.log" >>"$2"
 	}
 	for r in $(seq "$reps"); do
 		nginx_once "" "$tmp/ng.n"
 		nginx_once "$run --" "$tmp/ng.p"
 		nginx_once "$run --roundrobin --" "$tmp/ng.r"
+		nginx_once "$run --min-wait-us 200 --" "$tmp/ng.m"
 	done
-	for f in p:preloaded r:--roundrobin; do
+	for f in p:preloaded r:--roundrobin m:--min-wait-us_200; do
 		file=$tmp/ng.${f%%:*}
 		a=$(awk '{ print $1 }' "$tmp/ng.n" | median) b=$(awk '{ print $1 }' "$file" | median)
 		echo "| nginx requests/s, ${f#*:} | $a | $b | $(ratio "$a" "$b") |"
 		a=$(awk '{ print $2 }' "$tmp/ng.n" | median) b=$(awk '{ print $2 }' "$file" | median)
 		echo "| nginx p99 ms (lower is better), ${f#*:} | $a | $b | $(ratio "$a" "$b") |"
+		a=$(awk '{ print $3 }' "$tmp/ng.n" | median) b=$(awk '{ print $3 }' "$file" | median)
+		echo "| nginx per-worker spread (Jain, 1 = even), ${f#*:} | $a | $b | $(ratio "$a" "$b") |"
 	done
 fi

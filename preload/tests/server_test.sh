@@ -23,8 +23,10 @@ fail() { echo "FAIL: $*"; for f in "$tmp"/*.log; do [ -f "$f" ] && tail -n 20 "$
 
 # A loopback port nothing answers on (bash's /dev/tcp).
 port_free() { ! (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null; }
+# Below the kernel's ephemeral range (32768-60999 by default), so that no
+# client connection of another test running meanwhile holds it.
 pick_port() {
-	p=$((20000 + $$ % 20000))
+	p=$((20000 + ($$ + RANDOM) % 12000))
 	while ! port_free $p; do p=$((p + 1)); done
 	echo $p
 }
