@@ -10,6 +10,7 @@
  * (a wakeup is a context switch) or to two CPUs (a wakeup crosses CPUs).
  */
 #include "bench.h"
+#include "uepoll.h"
 
 #include <errno.h>
 #include <linux/futex.h>
@@ -45,13 +46,22 @@ static const struct pp_variant {
 	enum src_kind src;
 	unsigned systems;
 	uint32_t cross_cpu;
+	uint32_t uflags; /* uepoll rows: uepoll_create2 options */
+	const char *pair;
 } pp_variants[] = {
-	{ "efd/same-cpu", SRC_EFD, SYSM_KU, 0 },
-	{ "efd/cross-cpu", SRC_EFD, SYSM_KU, 1 },
-	{ "pipe/same-cpu", SRC_PIPE, SYSM_KU, 0 },
-	{ "pipe/cross-cpu", SRC_PIPE, SYSM_KU, 1 },
-	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0 },
-	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1 },
+	{ "efd/same-cpu", SRC_EFD, SYSM_KU, 0, 0, "" },
+	{ "efd/cross-cpu", SRC_EFD, SYSM_KU, 1, 0, "" },
+	/* Nothing polls the fds from outside (UEVENTFD_NOPOLL,
+	 * UEPOLL_NOPOLL): the least a uepoll handoff costs today, against
+	 * the futex floor (issue 19). */
+	{ "efd-nopoll/same-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL), 0,
+	  UEPOLL_NOPOLL, "efd/same-cpu" },
+	{ "efd-nopoll/cross-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL), 1,
+	  UEPOLL_NOPOLL, "efd/cross-cpu" },
+	{ "pipe/same-cpu", SRC_PIPE, SYSM_KU, 0, 0, "" },
+	{ "pipe/cross-cpu", SRC_PIPE, SYSM_KU, 1, 0, "" },
+	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0, 0, "" },
+	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1, 0, "" },
 };
 
 static int pp_cases(struct bcase *out, int max)
@@ -66,6 +76,9 @@ static int pp_cases(struct bcase *out, int max)
 		out[n].src = pp_variants[i].src;
 		out[n].flags = pp_variants[i].cross_cpu;
 		out[n].systems = pp_variants[i].systems;
+		out[n].uflags = pp_variants[i].uflags;
+		snprintf(out[n].pair, sizeof(out[n].pair), "%s",
+			 pp_variants[i].pair);
 	}
 	return n;
 }
@@ -157,8 +170,8 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	if (!fx) {
 		src_open(s, c->src, &pp.to_a);
 		src_open(s, c->src, &pp.to_b);
-		pp.ep_a = s->create(EPOLL_CLOEXEC);
-		pp.ep_b = s->create(EPOLL_CLOEXEC);
+		pp.ep_a = sys_create(s, c);
+		pp.ep_b = sys_create(s, c);
 		if (pp.ep_a < 0 || pp.ep_b < 0)
 			die("%s: create: %s", s->name, strerror(errno));
 		ev.events = EPOLLIN;
