@@ -391,7 +391,8 @@ void uobj_close(struct uobj *o)
  * objects are collected under obj__lock, with a reference each, and
  * demoted outside it (a demotion takes instances' locks).  exec_only: only
  * those whose number an execve() would keep (no FD_CLOEXEC), and instances
- * too (a fork keeps them: FORK in port.c).  Returns the
+ * too (a fork keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES:
+ * FORK in port.c).  Returns the
  * first error of a demotion (-ENOMEM if the list could not be made).
  */
 /* Would an execve() keep o open: has it a number without FD_CLOEXEC?
@@ -404,6 +405,10 @@ static bool obj__inherited(const struct uobj *o)
 		fl = sys_fcntl_getfd(o->more[i]);
 	return fl >= 0 && !(fl & FD_CLOEXEC);
 }
+
+/* UEPOLL_FORK_DEMOTE_INSTANCES=1, read once at load: fork() demotes the
+ * instances too (FORK). */
+static bool obj__fork_instances;
 
 static int obj__demote_all(bool exec_only)
 {
@@ -419,7 +424,7 @@ static int obj__demote_all(bool exec_only)
 			if (o->fd < 0 ||
 			    (o->type == UOBJ_EVENTFD
 				     ? uefd_demoting((struct uefd *)o)
-				     : !exec_only) ||
+				     : !exec_only && !obj__fork_instances) ||
 			    (exec_only && !obj__inherited(o)))
 				continue;
 			if (n < cap && uobj_tryget(o))
@@ -533,5 +538,8 @@ static void obj__child(void)
 
 __attribute__((constructor)) static void obj__setup(void)
 {
+	const char *e = getenv("UEPOLL_FORK_DEMOTE_INSTANCES");
+
+	obj__fork_instances = e && *e && strcmp(e, "0") != 0;
 	pthread_atfork(obj__prepare, obj__parent, obj__child);
 }
