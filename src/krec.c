@@ -68,7 +68,6 @@
 
 #include "uepoll.h"
 
-#include "fdtab.h"
 #include "krec.h"
 #include "port_impl.h"
 #include "lock.h"
@@ -585,19 +584,34 @@ struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out)
  * Our kernel epoll saw its fd readable, but that may be a doorbell left from
  * a harvest that already took everything; look, and clear what is stale.
  */
+/* The instance record n stands for, with a reference, or NULL: the record
+ * was freed by a concurrent DEL, or the instance is gone (its memory,
+ * type-stable, may hold a later instance: krec__is).  Found through the
+ * record, not through its number, which the program may have closed while
+ * the instance lives on through another (NUMBERS in obj.c). */
+static struct port *krec__inner_get(struct krec *n)
+{
+	struct port *in = atomic_load_explicit(&n->inner, memory_order_acquire);
+
+	if (!in || !uobj_tryget(&in->obj))
+		return NULL;
+	if (!krec__is(n, in)) {
+		uobj_put(&in->obj);
+		return NULL;
+	}
+	return in;
+}
+
 /* 1 ready, 0 not, -1 not ours any more (the kernel's word is all). */
 static int krec__nest_look(struct krec *n, int depth)
 {
-	struct uobj *o = fdtab_get(atomic_load_explicit(&n->fd,
-							memory_order_relaxed));
-	/* NULL when a concurrent DEL freed the record meanwhile. */
-	struct port *in = atomic_load_explicit(&n->inner, memory_order_relaxed);
+	struct port *in = krec__inner_get(n);
 	int ready = -1;
 
-	if (o && in && o == &in->obj && krec__is(n, (struct port *)o))
-		ready = krec__ready((struct port *)o, depth + 1);
-	if (o)
-		uobj_put(o);
+	if (in) {
+		ready = krec__ready(in, depth + 1);
+		uobj_put(&in->obj);
+	}
 	return ready;
 }
 
@@ -717,9 +731,8 @@ void krec_demote(struct port *p)
 void krec_release(struct port *p)
 {
 	for (;;) {
-		struct uobj *io = NULL;
-		struct krec *n;
 		struct port *in;
+		struct krec *n;
 
 		lock_take(&p->mtx);
 		n = p->krecs;
@@ -727,20 +740,16 @@ void krec_release(struct port *p)
 			lock_drop(&p->mtx);
 			return;
 		}
-		in = atomic_load(&n->inner);
 		/* The kernel drops our registration in it with our epoll. */
-		if (in) {
-			io = fdtab_get(atomic_load(&n->fd));
-			if (io == &in->obj && krec__is(n, in) &&
-			    !atomic_load(&n->silent))
-				krec__set_watched(in, -1);
-		}
+		in = krec__inner_get(n);
+		if (in && !atomic_load(&n->silent))
+			krec__set_watched(in, -1);
 		p->krecs = n->next;
 		lock_drop(&p->mtx);
 		/* Outside mtx: this may be the inner's last reference, and its
 		 * release takes its own mtx (no path holds two). */
-		if (io)
-			uobj_put(io);
+		if (in)
+			uobj_put(&in->obj);
 		free(n);
 	}
 }

@@ -18,7 +18,9 @@
  *  - an instance's dup: ctl through one, wait through the other;
  *  - demotion and fork of a ueventfd with two numbers.
  * Then, uepoll only: a dup of a kernel fd onto a number closed behind
- * uepoll's back drops the stale object, and threads that dup and close
+ * uepoll's back drops the stale object; an instance held through a dup'ed
+ * number stops being watched when its holder goes, even if that number was
+ * closed first; and threads that dup and close
  * numbers while others write and read lose no write (counts balance), and
  * nothing leaks.
  */
@@ -28,10 +30,12 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 void uobj_forget(int fd);
+bool bell_any_watched(void); /* internal (src/bell.h), linked statically */
 
 struct be {
 	const char *name;
@@ -363,6 +367,26 @@ static void differential(void)
 	}
 }
 
+/* An instance held by another through a dup'ed number that is then
+ * closed: when the holder goes, the instance is no longer watched (the
+ * count is found through the record, not through the closed number). */
+static void watched_through_dup(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	int in = uepoll_create1(0), out = uepoll_create1(0), d;
+
+	REQUIRE(in >= 0 && out >= 0);
+	CHECK(!bell_any_watched());
+	d = uepoll_dup(in);
+	REQUIRE(d >= 0);
+	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_ADD, d, &ev), 0);
+	CHECK(bell_any_watched());
+	CHECK_EQ(uepoll_close(d), 0);
+	CHECK_EQ(uepoll_close(out), 0);
+	CHECK(!bell_any_watched());
+	CHECK_EQ(uepoll_close(in), 0);
+}
+
 /* A dup of a kernel fd onto a number closed behind uepoll's back. */
 static void stale_target(void)
 {
@@ -447,6 +471,7 @@ int main(void)
 	t_watchdog(60);
 	differential();
 	stale_target();
+	watched_through_dup();
 	stress();
 	return t_end();
 }
