@@ -99,11 +99,17 @@ struct uobj *uobj_alloc(int type)
 	return o;
 }
 
+/* obj__lock held. */
+static void obj__join(struct uobj *o)
+{
+	list_add_tail(&obj__live, &o->live);
+	o->on_live = true;
+}
+
 void uobj_live(struct uobj *o)
 {
 	lock_take(&obj__lock);
-	list_add_tail(&obj__live, &o->live);
-	o->on_live = true;
+	obj__join(o);
 	lock_drop(&obj__lock);
 }
 
@@ -118,8 +124,9 @@ int uobj_publish(struct uobj *o, int fd)
 	struct uobj *old;
 	bool ok, last = false;
 
-	uobj_live(o);
+	/* Live and published in one hold of the lock. */
 	lock_take(&obj__lock);
+	obj__join(o);
 	o->fd = fd;
 	old = fdtab_set(fd, o, &ok);
 	if (!ok)
