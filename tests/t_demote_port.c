@@ -55,52 +55,23 @@ static const struct be uep = {
 	EPOLLROUNDROBIN, EPOLLURGENT,
 };
 
-#define LOGMAX 1024
-struct log {
-	long v[LOGMAX];
-	int n;
-};
-
-static void put(struct log *l, long v)
-{
-	if (l->n < LOGMAX)
-		l->v[l->n++] = v;
-}
-
-static void res(struct log *l, long r)
-{
-	put(l, r < 0 ? -errno : r);
-}
-
-static void events(struct log *l, struct epoll_event *ev, int n)
-{
-	res(l, n);
-	if (n > 0) {
-		t_sort_events(ev, n);
-		for (int i = 0; i < n; i++) {
-			put(l, (long)ev[i].data.u64);
-			put(l, ev[i].events);
-		}
-	}
-}
-
 /* A zero-timeout wait through the backend, then poll() of the fd. */
-static void look(struct log *l, const struct be *b, int ep)
+static void look(struct t_log *l, const struct be *b, int ep)
 {
 	struct epoll_event ev[16];
 	struct pollfd p = { .fd = ep, .events = POLLIN };
 
-	events(l, ev, b->wait(ep, ev, 16, 0));
-	res(l, poll(&p, 1, 0));
-	put(l, p.revents);
+	t_log_events(l, ev, b->wait(ep, ev, 16, 0));
+	t_log_res(l, poll(&p, 1, 0));
+	t_log_put(l, p.revents);
 }
 
 /* The kernel's own epoll_wait on the number (after the demotion). */
-static void klook(struct log *l, int ep)
+static void klook(struct t_log *l, int ep)
 {
 	struct epoll_event ev[16];
 
-	events(l, ev, epoll_wait(ep, ev, 16, 0));
+	t_log_events(l, ev, epoll_wait(ep, ev, 16, 0));
 }
 
 static int reg(const struct be *b, int ep, int op, int fd, uint32_t e,
@@ -111,21 +82,21 @@ static int reg(const struct be *b, int ep, int op, int fd, uint32_t e,
 	return b->ctl(ep, op, fd, &ev);
 }
 
-static void wrv(struct log *l, const struct be *b, int fd, uint64_t v)
+static void wrv(struct t_log *l, const struct be *b, int fd, uint64_t v)
 {
-	res(l, b->wr(fd, &v, 8));
+	t_log_res(l, b->wr(fd, &v, 8));
 }
 
-static void rdv(struct log *l, const struct be *b, int fd)
+static void rdv(struct t_log *l, const struct be *b, int fd)
 {
 	uint64_t v = 0;
 	ssize_t r = b->rd(fd, &v, 8);
 
-	res(l, r);
-	put(l, r == 8 ? (long)v : -1);
+	t_log_res(l, r);
+	t_log_put(l, r == 8 ? (long)v : -1);
 }
 
-static void script(const struct be *b, struct log *l)
+static void script(const struct be *b, struct t_log *l)
 {
 	int ep = b->epc(0), in = b->epc(0);
 	int lt = b->efd(1, EFD_NONBLOCK), et = b->efd(1, EFD_NONBLOCK),
@@ -139,57 +110,57 @@ static void script(const struct be *b, struct log *l)
 		pipe2(u, O_NONBLOCK) == 0 && pipe2(o, O_NONBLOCK) == 0);
 	two = b->dup(lt);
 	REQUIRE(two >= 0);
-	res(l, reg(b, ep, EPOLL_CTL_ADD, lt, EPOLLIN, 1));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, two, EPOLLIN | EPOLLOUT, 11));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, et, EPOLLIN | EPOLLET, 2));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, os, EPOLLIN | EPOLLONESHOT, 3));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, p[0], EPOLLIN, 4));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, x[0],
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, lt, EPOLLIN, 1));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, two, EPOLLIN | EPOLLOUT, 11));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, et, EPOLLIN | EPOLLET, 2));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, os, EPOLLIN | EPOLLONESHOT, 3));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, p[0], EPOLLIN, 4));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, x[0],
 		   EPOLLIN | EPOLLEXCLUSIVE | b->rr, 5));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, u[0], EPOLLIN | b->urgent, 6));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, u[0], EPOLLIN | b->urgent, 6));
 	/* A one-shot record (urgent), ready: the first look disarms it. */
-	res(l, reg(b, ep, EPOLL_CTL_ADD, o[0],
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, o[0],
 		   EPOLLIN | EPOLLONESHOT | b->urgent, 8));
-	res(l, write(o[1], "o", 1));
-	res(l, reg(b, in, EPOLL_CTL_ADD, nst, EPOLLIN, 70));
-	res(l, reg(b, ep, EPOLL_CTL_ADD, in, EPOLLIN, 7));
+	t_log_res(l, write(o[1], "o", 1));
+	t_log_res(l, reg(b, in, EPOLL_CTL_ADD, nst, EPOLLIN, 70));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, in, EPOLLIN, 7));
 	look(l, b, ep); /* fires the one-shot, the edge */
 	rdv(l, b, et);	/* drained: no edge owed */
-	res(l, write(x[1], "x", 1));
+	t_log_res(l, write(x[1], "x", 1));
 	look(l, b, ep);
 	/* The demotion, with the exclusive pipe ready and the one-shot
 	 * disarmed. */
-	res(l, b->demote(ep));
+	t_log_res(l, b->demote(ep));
 	look(l, b, ep);
 	klook(l, ep);
-	res(l, read(x[0], &v, 1));
+	t_log_res(l, read(x[0], &v, 1));
 	wrv(l, b, et, 3); /* a new edge */
 	klook(l, ep);
 	klook(l, ep);
 	wrv(l, b, nst, 1); /* through the nested instance */
 	look(l, b, ep);
-	res(l, write(u[1], "u", 1));
+	t_log_res(l, write(u[1], "u", 1));
 	look(l, b, ep);
-	res(l, reg(b, ep, EPOLL_CTL_MOD, os, EPOLLIN, 33)); /* re-armed */
+	t_log_res(l, reg(b, ep, EPOLL_CTL_MOD, os, EPOLLIN, 33)); /* re-armed */
 	klook(l, ep);
-	res(l, reg(b, ep, EPOLL_CTL_MOD, o[0], EPOLLIN, 88)); /* re-armed */
+	t_log_res(l, reg(b, ep, EPOLL_CTL_MOD, o[0], EPOLLIN, 88)); /* re-armed */
 	klook(l, ep);
-	res(l, reg(b, ep, EPOLL_CTL_MOD, two, EPOLLIN, 12));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_MOD, two, EPOLLIN, 12));
 	rdv(l, b, lt);
-	res(l, write(p[1], "p", 1));
+	t_log_res(l, write(p[1], "p", 1));
 	klook(l, ep);
-	res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0));
-	res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0)); /* ENOENT */
-	res(l, reg(b, ep, EPOLL_CTL_MOD, x[0], EPOLLIN, 5)); /* EINVAL */
-	res(l, b->cl(two));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0));
+	t_log_res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0)); /* ENOENT */
+	t_log_res(l, reg(b, ep, EPOLL_CTL_MOD, x[0], EPOLLIN, 5)); /* EINVAL */
+	t_log_res(l, b->cl(two));
 	look(l, b, ep);
-	res(l, b->cl(lt));
-	res(l, b->cl(et));
-	res(l, b->cl(os));
-	res(l, b->cl(nst));
-	res(l, b->cl(in));
+	t_log_res(l, b->cl(lt));
+	t_log_res(l, b->cl(et));
+	t_log_res(l, b->cl(os));
+	t_log_res(l, b->cl(nst));
+	t_log_res(l, b->cl(in));
 	look(l, b, ep);
-	res(l, b->cl(ep));
+	t_log_res(l, b->cl(ep));
 	for (int i = 0; i < 2; i++) {
 		close(p[i]);
 		close(x[i]);
@@ -200,22 +171,11 @@ static void script(const struct be *b, struct log *l)
 
 static void differential(void)
 {
-	struct log k = { .n = 0 }, u = { .n = 0 };
+	static struct t_log k, u;
 
 	script(&kern, &k);
 	script(&uep, &u);
-	CHECK_EQ(k.n, u.n);
-	if (getenv("T_DUMP"))
-		for (int j = 0; j < k.n || j < u.n; j++)
-			fprintf(stderr, "%3d %10ld %10ld\n", j,
-				j < k.n ? k.v[j] : -999, j < u.n ? u.v[j] : -999);
-	for (int j = 0; j < k.n && j < u.n; j++)
-		if (k.v[j] != u.v[j]) {
-			fprintf(stderr, "entry %d: kernel %ld, uepoll %ld\n", j,
-				k.v[j], u.v[j]);
-			t_failures++;
-			break;
-		}
+	t_log_same(&k, &u, "script");
 }
 
 /* ---- concurrency -------------------------------------------------------- */

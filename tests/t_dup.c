@@ -69,67 +69,41 @@ static const struct be uep = {
 	uepoll_dup3, uepoll_fcntl, uepoll_demote,
 };
 
-#define LOGMAX 512
-struct log {
-	long v[LOGMAX];
-	int n;
-};
-
-static void put(struct log *l, long v)
-{
-	if (l->n < LOGMAX)
-		l->v[l->n++] = v;
-}
-
-/* A call's result as a log entry: the value, or -errno. */
-static void res(struct log *l, long r)
-{
-	put(l, r < 0 ? -errno : r);
-}
-
 /* A call that returns a number: 1 if one was returned, else -errno. */
-static int num(struct log *l, int r)
+static int num(struct t_log *l, int r)
 {
-	put(l, r < 0 ? -errno : 1);
+	t_log_put(l, r < 0 ? -errno : 1);
 	return r;
 }
 
-static void rdv(struct log *l, const struct be *b, int fd)
+static void rdv(struct t_log *l, const struct be *b, int fd)
 {
 	uint64_t v = 0;
 	ssize_t r = b->rd(fd, &v, sizeof(v));
 
-	res(l, r);
-	put(l, r == 8 ? (long)v : -1);
+	t_log_res(l, r);
+	t_log_put(l, r == 8 ? (long)v : -1);
 }
 
-static void wrv(struct log *l, const struct be *b, int fd, uint64_t v)
+static void wrv(struct t_log *l, const struct be *b, int fd, uint64_t v)
 {
-	res(l, b->wr(fd, &v, sizeof(v)));
+	t_log_res(l, b->wr(fd, &v, sizeof(v)));
 }
 
-static void pollv(struct log *l, int fd)
+static void pollv(struct t_log *l, int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN | POLLOUT };
 
-	res(l, poll(&p, 1, 0));
-	put(l, p.revents);
+	t_log_res(l, poll(&p, 1, 0));
+	t_log_put(l, p.revents);
 }
 
 /* Every event of a zero-timeout wait, sorted. */
-static void waitv(struct log *l, const struct be *b, int ep)
+static void waitv(struct t_log *l, const struct be *b, int ep)
 {
 	struct epoll_event ev[8];
-	int n = b->wait(ep, ev, 8, 0);
 
-	res(l, n);
-	if (n > 0) {
-		t_sort_events(ev, n);
-		for (int i = 0; i < n; i++) {
-			put(l, (long)ev[i].data.u64);
-			put(l, ev[i].events);
-		}
-	}
+	t_log_events(l, ev, b->wait(ep, ev, 8, 0));
 }
 
 static int add(const struct be *b, int ep, int op, int fd, uint32_t events,
@@ -140,7 +114,7 @@ static int add(const struct be *b, int ep, int op, int fd, uint32_t events,
 	return b->ctl(ep, op, fd, &ev);
 }
 
-static void sc_counter(const struct be *b, struct log *l)
+static void sc_counter(const struct be *b, struct t_log *l)
 {
 	int a = b->efd(3, EFD_NONBLOCK), d;
 
@@ -154,42 +128,42 @@ static void sc_counter(const struct be *b, struct log *l)
 	rdv(l, b, d);
 	wrv(l, b, a, 0xfffffffffffffffeull);
 	pollv(l, d);
-	res(l, b->cl(a));
+	t_log_res(l, b->cl(a));
 	rdv(l, b, d);
-	res(l, b->rd(a, &(uint64_t){ 0 }, 8)); /* closed: EBADF */
-	res(l, b->cl(d));
-	res(l, b->cl(d));
+	t_log_res(l, b->rd(a, &(uint64_t){ 0 }, 8)); /* closed: EBADF */
+	t_log_res(l, b->cl(d));
+	t_log_res(l, b->cl(d));
 }
 
-static void sc_registration(const struct be *b, struct log *l)
+static void sc_registration(const struct be *b, struct t_log *l)
 {
 	int ep = b->epc(0), a = b->efd(1, EFD_NONBLOCK), d;
 
 	num(l, ep);
 	num(l, a);
 	d = num(l, b->dup(a));
-	res(l, add(b, ep, EPOLL_CTL_ADD, a, EPOLLIN, 1));
-	res(l, add(b, ep, EPOLL_CTL_ADD, a, EPOLLIN, 2)); /* EEXIST */
+	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, a, EPOLLIN, 1));
+	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, a, EPOLLIN, 2)); /* EEXIST */
 	waitv(l, b, ep);
-	res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN, 3)); /* ENOENT */
-	res(l, b->cl(a));
+	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN, 3)); /* ENOENT */
+	t_log_res(l, b->cl(a));
 	waitv(l, b, ep); /* still there */
-	res(l, add(b, ep, EPOLL_CTL_MOD, a, EPOLLIN, 4)); /* EBADF */
-	res(l, b->ctl(ep, EPOLL_CTL_DEL, d, NULL));	  /* ENOENT */
-	res(l, add(b, ep, EPOLL_CTL_ADD, d, EPOLLIN | EPOLLET, 5));
+	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, a, EPOLLIN, 4)); /* EBADF */
+	t_log_res(l, b->ctl(ep, EPOLL_CTL_DEL, d, NULL));	  /* ENOENT */
+	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, d, EPOLLIN | EPOLLET, 5));
 	waitv(l, b, ep); /* both */
 	waitv(l, b, ep); /* the level one only */
 	wrv(l, b, d, 1);
 	waitv(l, b, ep);
-	res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN | EPOLLONESHOT, 6));
+	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN | EPOLLONESHOT, 6));
 	waitv(l, b, ep);
 	waitv(l, b, ep);
-	res(l, b->cl(d)); /* the last number: both go */
+	t_log_res(l, b->cl(d)); /* the last number: both go */
 	waitv(l, b, ep);
-	res(l, b->cl(ep));
+	t_log_res(l, b->cl(ep));
 }
 
-static void sc_replace(const struct be *b, struct log *l)
+static void sc_replace(const struct be *b, struct t_log *l)
 {
 	int ep = b->epc(0), x = b->efd(1, EFD_NONBLOCK),
 	    y = b->efd(7, EFD_NONBLOCK), y2, x2;
@@ -197,52 +171,52 @@ static void sc_replace(const struct be *b, struct log *l)
 	num(l, ep);
 	num(l, x);
 	num(l, y);
-	res(l, add(b, ep, EPOLL_CTL_ADD, x, EPOLLIN, 10));
-	res(l, add(b, ep, EPOLL_CTL_ADD, y, EPOLLIN, 20));
+	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, x, EPOLLIN, 10));
+	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, y, EPOLLIN, 20));
 	y2 = num(l, b->dup(y));
 	/* y's number now leads to x; y lives on through y2. */
-	put(l, b->dup2(x, y) == y);
+	t_log_put(l, b->dup2(x, y) == y);
 	waitv(l, b, ep);
 	rdv(l, b, y);  /* x's counter */
 	rdv(l, b, y2); /* y's */
 	/* y2 replaced too: y's last number, its registration goes. */
 	x2 = num(l, b->dup(x));
-	put(l, b->dup3(x, y2, O_CLOEXEC) == y2);
-	put(l, b->fcntl(y2, F_GETFD) == FD_CLOEXEC);
+	t_log_put(l, b->dup3(x, y2, O_CLOEXEC) == y2);
+	t_log_put(l, b->fcntl(y2, F_GETFD) == FD_CLOEXEC);
 	wrv(l, b, x2, 2);
 	waitv(l, b, ep);
-	res(l, add(b, ep, EPOLL_CTL_DEL, x, 0, 0));
+	t_log_res(l, add(b, ep, EPOLL_CTL_DEL, x, 0, 0));
 	waitv(l, b, ep);
-	res(l, b->cl(x));
-	res(l, b->cl(y));
+	t_log_res(l, b->cl(x));
+	t_log_res(l, b->cl(y));
 	rdv(l, b, y2);
-	res(l, b->cl(y2));
-	res(l, b->cl(x2));
-	res(l, b->cl(ep));
+	t_log_res(l, b->cl(y2));
+	t_log_res(l, b->cl(x2));
+	t_log_res(l, b->cl(ep));
 }
 
-static void sc_errors(const struct be *b, struct log *l)
+static void sc_errors(const struct be *b, struct t_log *l)
 {
 	int a = b->efd(0, 0), c, big;
 
 	num(l, a);
-	put(l, b->dup2(a, a) == a);
-	res(l, b->dup3(a, a, 0));		/* EINVAL */
-	res(l, b->dup3(a, a + 1, O_NONBLOCK));	/* EINVAL */
-	res(l, b->dup3(a, -1, 0));		/* EBADF */
-	res(l, b->dup2(1000000, a));		/* EBADF */
-	res(l, b->dup(1000000));		/* EBADF */
-	res(l, b->fcntl(a, F_DUPFD, -1));	/* EINVAL */
-	res(l, b->fcntl(a, F_DUPFD, 1 << 30));	/* EINVAL */
+	t_log_put(l, b->dup2(a, a) == a);
+	t_log_res(l, b->dup3(a, a, 0));		/* EINVAL */
+	t_log_res(l, b->dup3(a, a + 1, O_NONBLOCK));	/* EINVAL */
+	t_log_res(l, b->dup3(a, -1, 0));		/* EBADF */
+	t_log_res(l, b->dup2(1000000, a));		/* EBADF */
+	t_log_res(l, b->dup(1000000));		/* EBADF */
+	t_log_res(l, b->fcntl(a, F_DUPFD, -1));	/* EINVAL */
+	t_log_res(l, b->fcntl(a, F_DUPFD, 1 << 30));	/* EINVAL */
 	big = a + 40;
 	c = b->fcntl(a, F_DUPFD_CLOEXEC, big);
-	put(l, c >= big);
-	put(l, b->fcntl(c, F_GETFD) == FD_CLOEXEC);
-	put(l, b->fcntl(a, F_GETFD) == 0);
+	t_log_put(l, c >= big);
+	t_log_put(l, b->fcntl(c, F_GETFD) == FD_CLOEXEC);
+	t_log_put(l, b->fcntl(a, F_GETFD) == 0);
 	wrv(l, b, c, 9);
 	rdv(l, b, a);
-	res(l, b->cl(c));
-	res(l, b->cl(a));
+	t_log_res(l, b->cl(c));
+	t_log_res(l, b->cl(a));
 }
 
 static void *late_write(void *arg)
@@ -257,7 +231,7 @@ static void *late_write(void *arg)
 	return NULL;
 }
 
-static void sc_setfl(const struct be *b, struct log *l)
+static void sc_setfl(const struct be *b, struct t_log *l)
 {
 	int a = b->efd(0, EFD_NONBLOCK), d;
 	const void *arg[2] = { b, &a };
@@ -268,40 +242,40 @@ static void sc_setfl(const struct be *b, struct log *l)
 	wrv(l, b, a, 1);
 	rdv(l, b, d);
 	rdv(l, b, d); /* EAGAIN */
-	put(l, b->fcntl(a, F_GETFL) & O_NONBLOCK);
-	res(l, b->fcntl(d, F_SETFL, O_RDWR));
-	put(l, b->fcntl(a, F_GETFL) & O_NONBLOCK);
+	t_log_put(l, b->fcntl(a, F_GETFL) & O_NONBLOCK);
+	t_log_res(l, b->fcntl(d, F_SETFL, O_RDWR));
+	t_log_put(l, b->fcntl(a, F_GETFL) & O_NONBLOCK);
 	wrv(l, b, a, 1);
 	rdv(l, b, a);
 	/* Blocking now: this read waits for the thread's write. */
 	REQUIRE(pthread_create(&th, NULL, late_write, arg) == 0);
 	rdv(l, b, a);
 	pthread_join(th, NULL);
-	res(l, b->fcntl(a, F_SETFL, O_RDWR | O_NONBLOCK));
+	t_log_res(l, b->fcntl(a, F_SETFL, O_RDWR | O_NONBLOCK));
 	rdv(l, b, d); /* EAGAIN */
-	res(l, b->cl(a));
-	res(l, b->cl(d));
+	t_log_res(l, b->cl(a));
+	t_log_res(l, b->cl(d));
 }
 
-static void sc_instance(const struct be *b, struct log *l)
+static void sc_instance(const struct be *b, struct t_log *l)
 {
 	int ep = b->epc(0), e = b->efd(2, EFD_NONBLOCK), ep2;
 
 	num(l, ep);
 	num(l, e);
 	ep2 = num(l, b->dup(ep));
-	res(l, add(b, ep2, EPOLL_CTL_ADD, e, EPOLLIN, 5));
+	t_log_res(l, add(b, ep2, EPOLL_CTL_ADD, e, EPOLLIN, 5));
 	waitv(l, b, ep);
-	res(l, b->cl(ep));
+	t_log_res(l, b->cl(ep));
 	waitv(l, b, ep2);
-	res(l, add(b, ep2, EPOLL_CTL_DEL, e, 0, 0));
+	t_log_res(l, add(b, ep2, EPOLL_CTL_DEL, e, 0, 0));
 	waitv(l, b, ep2);
-	res(l, b->wait(ep, (struct epoll_event[1]){ 0 }, 1, 0)); /* EBADF */
-	res(l, b->cl(ep2));
-	res(l, b->cl(e));
+	t_log_res(l, b->wait(ep, (struct epoll_event[1]){ 0 }, 1, 0)); /* EBADF */
+	t_log_res(l, b->cl(ep2));
+	t_log_res(l, b->cl(e));
 }
 
-static void sc_demote_fork(const struct be *b, struct log *l)
+static void sc_demote_fork(const struct be *b, struct t_log *l)
 {
 	int ep = b->epc(0), a = b->efd(5, EFD_NONBLOCK), d, st = 0;
 	pid_t pid;
@@ -309,17 +283,17 @@ static void sc_demote_fork(const struct be *b, struct log *l)
 	num(l, ep);
 	num(l, a);
 	d = num(l, b->dup(a));
-	res(l, add(b, ep, EPOLL_CTL_ADD, d, EPOLLIN, 8));
-	res(l, b->demote(a));
+	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, d, EPOLLIN, 8));
+	t_log_res(l, b->demote(a));
 	rdv(l, b, a);
 	wrv(l, b, d, 3);
 	pollv(l, a);
 	waitv(l, b, ep);
 	/* The registration made through d is keyed by d in the kernel. */
-	res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN, 9));
+	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN, 9));
 	waitv(l, b, ep);
-	res(l, b->cl(a));
-	res(l, b->cl(d));
+	t_log_res(l, b->cl(a));
+	t_log_res(l, b->cl(d));
 	/* Another ueventfd with two numbers, across fork. */
 	a = b->efd(0, 0);
 	num(l, a);
@@ -336,14 +310,14 @@ static void sc_demote_fork(const struct be *b, struct log *l)
 	}
 	wrv(l, b, a, 6);
 	REQUIRE(waitpid(pid, &st, 0) == pid);
-	put(l, st);
+	t_log_put(l, st);
 	rdv(l, b, d);
-	res(l, b->cl(a));
-	res(l, b->cl(d));
-	res(l, b->cl(ep));
+	t_log_res(l, b->cl(a));
+	t_log_res(l, b->cl(d));
+	t_log_res(l, b->cl(ep));
 }
 
-static void (*const scenarios[])(const struct be *, struct log *) = {
+static void (*const scenarios[])(const struct be *, struct t_log *) = {
 	sc_counter, sc_registration, sc_replace, sc_errors,
 	sc_setfl, sc_instance, sc_demote_fork,
 };
@@ -351,19 +325,14 @@ static void (*const scenarios[])(const struct be *, struct log *) = {
 static void differential(void)
 {
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
-		struct log k = { .n = 0 }, u = { .n = 0 };
+		static struct t_log k, u;
+		char what[32];
 
+		k.n = u.n = 0;
 		scenarios[i](&kern, &k);
 		scenarios[i](&uep, &u);
-		CHECK_EQ(k.n, u.n);
-		for (int j = 0; j < k.n && j < u.n; j++)
-			if (k.v[j] != u.v[j]) {
-				fprintf(stderr,
-					"scenario %zu entry %d: kernel %ld, "
-					"uepoll %ld\n", i, j, k.v[j], u.v[j]);
-				t_failures++;
-				break;
-			}
+		snprintf(what, sizeof(what), "scenario %zu", i);
+		t_log_same(&k, &u, what);
 	}
 }
 

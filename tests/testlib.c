@@ -213,3 +213,45 @@ int t_join_within(pthread_t th, int ms)
 	ts.tv_sec += ms / 1000 + 1;
 	return pthread_timedjoin_np(th, NULL, &ts) == 0;
 }
+
+void t_log_put(struct t_log *l, long v)
+{
+	if (l->n < T_LOG_MAX)
+		l->v[l->n++] = v;
+}
+
+void t_log_res(struct t_log *l, long r)
+{
+	t_log_put(l, r < 0 ? -errno : r);
+}
+
+void t_log_events(struct t_log *l, struct epoll_event *ev, int r)
+{
+	t_log_res(l, r);
+	if (r > 0) {
+		t_sort_events(ev, r);
+		for (int i = 0; i < r; i++) {
+			t_log_put(l, (long)ev[i].data.u64);
+			t_log_put(l, ev[i].events);
+		}
+	}
+}
+
+void t_log_same(const struct t_log *k, const struct t_log *u,
+		const char *what)
+{
+	if (getenv("T_DUMP"))
+		for (int j = 0; j < k->n || j < u->n; j++)
+			fprintf(stderr, "%s %3d %10ld %10ld\n", what, j,
+				j < k->n ? k->v[j] : -999,
+				j < u->n ? u->v[j] : -999);
+	for (int j = 0; j < k->n || j < u->n; j++)
+		if (j >= k->n || j >= u->n || k->v[j] != u->v[j]) {
+			fprintf(stderr, "%s: entry %d: kernel %ld, uepoll %ld "
+				"(%d and %d entries)\n", what, j,
+				j < k->n ? k->v[j] : -999,
+				j < u->n ? u->v[j] : -999, k->n, u->n);
+			t_failures++;
+			return;
+		}
+}

@@ -46,6 +46,25 @@ double t_scale(void);
 /* Sort epoll events by data.u64, then events: for comparing waits as sets. */
 struct epoll_event;
 void t_sort_events(struct epoll_event *ev, int n);
+/*
+ * A differential log: one script run on the kernel's objects and on
+ * uepoll's appends every result to its log; the two logs must be equal.
+ */
+#define T_LOG_MAX 1024
+struct t_log {
+	long v[T_LOG_MAX];
+	int n;
+};
+void t_log_put(struct t_log *l, long v);
+/* A call's result: the value, or -errno. */
+void t_log_res(struct t_log *l, long r);
+/* A wait's result r and its events in ev (sorted: a set). */
+void t_log_events(struct t_log *l, struct epoll_event *ev, int r);
+/* k (the kernel's) and u (uepoll's) equal?  If not, the first difference
+ * is printed (what: which script) and counted as a failure; $T_DUMP=1
+ * prints both logs side by side. */
+void t_log_same(const struct t_log *k, const struct t_log *u,
+		const char *what);
 /* Kernel thread id of the caller. */
 int t_gettid(void);
 /*
