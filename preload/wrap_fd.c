@@ -232,18 +232,15 @@ PRELOAD_WRAP int dup3(int oldfd, int newfd, int flags)
  * its cancellation point for F_SETLKW and its lock-structure handling. */
 static int fd__fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
-	struct uobj *o;
+	bool dup = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
 	int e = errno, r;
 
 	/* A dup of any fd may land on a number the table still has: the
 	 * library's F_DUPFD drops what was there. */
-	if (!preload_ready() ||
-	    (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC && !(o = fdtab_get(fd))))
+	if (!preload_ready() || (!dup && !preload_is_object(fd)))
 		return real(fd, cmd, arg);
-	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
-		uobj_put(o);
 	r = uepoll_fcntl(fd, cmd, arg);
-	if (r >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+	if (r >= 0 && dup)
 		stats_add(STAT_DUPS);
 	return (int)preload_keep_errno(e, r);
 }
