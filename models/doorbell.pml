@@ -15,12 +15,29 @@
  *               only for a sleeper or a watcher (bell_wanted), and a wait
  *               that leaves items rings only for them (bell_settle); an
  *               instance with kernel fds rings as nopoll = 0 does (`fair`)
+ *   nappers     bell.nappers: sleepers asleep on the futex word (NAP)
+ *   fseq        the futex word bell.nap; inq[i]/woken[i]: waiter i queued
+ *               in FUTEX_WAIT / dequeued by a FUTEX_WAKE (the kernel's
+ *               futex queue: a wake dequeues a queued waiter, which then
+ *               returns 0 even if a signal comes too)
+ *   nkernel     a kernel fd registered (ctl, in the NAP configuration: its
+ *               ADD raises nkernel then bell_unnap; then its event comes,
+ *               kready, and only a thread in the kernel epoll can see it)
+ *   sig         signals left to deliver: one napper may end its nap with
+ *               EINTR, after which its thread never waits again (the wait
+ *               returns to a caller who may stop waiting)
+ *   tmo         timeouts left: one epoll_wait may time out (NAP
+ *               configuration), leaving a rung doorbell's event behind
+ *               (the stale doorbell NOPOLL does not clear)
  * Each line between labels is one atomic step of the C code (a seq_cst load,
  * store or RMW, or one system call's effect), so every interleaving of those
- * steps is explored.  Two configurations (init chooses): two plain waiters,
- * or one outer instance's thread that watches this one (bell_watch) and
- * sleeps on its readiness without being a sleeper of it (NOPOLL's watcher
- * pair).  models/check.sh runs it, and also each mutant, which must fail:
+ * steps is explored.  Three configurations (init chooses): two plain waiters;
+ * one outer instance's thread that watches this one (bell_watch) and sleeps
+ * on its readiness without being a sleeper of it (NOPOLL's watcher pair);
+ * NAP: nopoll, two waiters that each time either nap or sleep in the kernel
+ * epoll (a wait with a sigmask), one EINTR, and a ctl that adds a kernel fd
+ * whose event follows.  models/check.sh runs it, and also each mutant,
+ * which must fail:
  *   MUTANT_KICK_FIRST         the doorbell rung before the item is queued
  *   MUTANT_NOPOLL_LOOK_FIRST  NOPOLL: sleepers/watched loaded before the
  *                             item is queued
@@ -28,6 +45,14 @@
  *                             it counts itself
  *   MUTANT_NOPOLL_NO_WATCH    NOPOLL: a signal ignores watched
  *   MUTANT_NOPOLL_WATCH_LATE  NOPOLL: bell_watch prunes before it counts
+ *   MUTANT_NAP_NO_TAKE        a napper does not take a stale doorbell
+ *                             (`set` = 0) before its re-check
+ *   MUTANT_NAP_END_KEEPS_SET  a napper leaves `set` as a ring left it
+ *   MUTANT_NAP_NO_PASS        a nap ended by EINTR does not pass the ring on
+ *   MUTANT_NAP_KERNEL_FIRST   a napper looks at nkernel before it counts
+ *   MUTANT_NAP_NO_UNNAP       a kernel fd's ADD does not wake nappers
+ * (A nap's timeout is not modelled: a napper that times out goes round and
+ * collects, as a woken one does.)
  */
 #define NPROD 2
 #define NWAIT 2
@@ -41,16 +66,58 @@ bit watched;
 bit nopoll;
 byte produced;
 byte consumed;
+byte nappers;
+byte fseq;
+bit inq[2];
+bit woken[2];
+bit napok;	/* the NAP configuration: waiters may nap */
+bit nkernel;
+bit kready;
+byte sig;
+byte tmo;
 
-/* bell_kick: test, then exchange, then write(2) to the doorbell. */
+/* FUTEX_WAKE of one queued napper (any), or of all. */
+inline futex_wake_one() {
+	atomic {
+		if
+		:: inq[0] -> inq[0] = 0; woken[0] = 1
+		:: inq[1] -> inq[1] = 0; woken[1] = 1
+		:: else -> skip
+		fi
+	}
+}
+
+inline futex_wake_all() {
+	atomic {
+		if :: inq[0] -> inq[0] = 0; woken[0] = 1 :: else -> skip fi;
+		if :: inq[1] -> inq[1] = 0; woken[1] = 1 :: else -> skip fi
+	}
+}
+
+/* bell_kick: test, then exchange, then (NAP: a napper seen after the
+ * exchange) raise the word and wake one, or write(2) to the doorbell. */
 inline kick() {
 	if
 	:: db_set == 0 ->
 		if
 		:: atomic { db_set == 0 -> db_set = 1 } ->
-			db_pending = 1		/* write(dbfd): wakes one sleeper */
+			if
+			:: nopoll && nappers > 0 ->
+				fseq++;
+				futex_wake_one()
+			:: else ->
+				db_pending = 1	/* write(dbfd): wakes one sleeper */
+			fi
 		:: atomic { db_set == 1 -> skip }
 		fi
+	:: else -> skip
+	fi
+}
+
+/* bell_unnap, after the caller's RMW. */
+inline unnap() {
+	if
+	:: nappers > 0 -> fseq++; futex_wake_all()
 	:: else -> skip
 	fi
 }
@@ -104,9 +171,31 @@ proctype producer()
 	od
 }
 
-proctype waiter()
+/* bell_nap_end: uncount, give `set` back, and (pass) hand a ring on. */
+inline nap_end(pass) {
+	sleepers--;
+	nappers--;
+#ifndef MUTANT_NAP_END_KEEPS_SET
+	db_set = 0;
+#endif
+	if
+	:: pass && count > 0 ->
+		if
+		:: sleepers > 0 -> signal_kick()
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi
+}
+
+inline signal_kick() {
+	kick()
+}
+
+proctype waiter(byte me)
 {
-	bit want;
+	bit want, pass, gave_up;
+	byte seq;
 	do
 	:: true ->
 		/* wait__collect: harvest one item (maxevents = 1) */
@@ -118,6 +207,49 @@ proctype waiter()
 			if
 			:: count > 0 -> signal()
 			:: else -> skip
+			fi
+		:: atomic { count == 0 && napok && !watched &&
+			    !nkernel -> skip } ->
+			/* NAP (wait__nap): bell_nap_begin, the nkernel check,
+			 * FUTEX_WAIT, bell_nap_end */
+			seq = fseq;
+#ifdef MUTANT_NAP_KERNEL_FIRST
+			gave_up = nkernel;
+#endif
+			sleepers++;
+			nappers++;
+#ifndef MUTANT_NAP_NO_TAKE
+			db_set = 0;
+#endif
+			if
+			:: count > 0 -> nap_end(0)	/* items: collect */
+			:: else ->
+#ifndef MUTANT_NAP_KERNEL_FIRST
+				gave_up = nkernel;
+#endif
+				if
+				:: gave_up -> nap_end(0)
+				:: else ->
+					pass = 0;
+					if
+					:: atomic { fseq == seq -> inq[me] = 1 } ->
+end_nap:					if
+						:: atomic { woken[me] -> woken[me] = 0 }
+						:: atomic { inq[me] && sig > 0 ->
+							    inq[me] = 0; sig--; pass = 1 }
+						fi
+					:: atomic { fseq != seq -> skip }	/* EAGAIN */
+					fi;
+#ifdef MUTANT_NAP_NO_PASS
+					nap_end(0);
+#else
+					nap_end(pass);
+#endif
+					if
+					:: pass -> break	/* EINTR: never waits again */
+					:: else -> skip
+					fi
+				fi
 			fi
 		:: atomic { count == 0 -> skip } ->
 			/* sleep section: bell_sleep_begin (count ourselves,
@@ -133,8 +265,12 @@ proctype waiter()
 			:: count > 0 -> sleepers--
 			:: else ->
 #endif
-end_sleep:			atomic { db_pending == 1 -> db_pending = 0 };
-				db_set = 0;	/* bell_took */
+end_sleep:			if
+				:: atomic { db_pending == 1 -> db_pending = 0 };
+					db_set = 0	/* bell_took */
+				:: atomic { kready -> kready = 0 }
+				:: atomic { tmo > 0 -> tmo-- }	/* timed out */
+				fi;
 				sleepers--
 			fi
 		fi
@@ -177,28 +313,60 @@ end_outer:	atomic { db_pending == 1 -> db_pending = 0 };
 	od
 }
 
+/* A ctl that adds a kernel fd (krec_kctl: nkernel raised, then
+ * bell_unnap), and the fd's event, which reaches the kernel epoll only. */
+proctype ctl()
+{
+	nkernel = 1;
+#ifndef MUTANT_NAP_NO_UNNAP
+	unnap();
+#endif
+	kready = 1
+}
+
 /* Runs only when nothing else can move: every waiter is asleep (or all
  * done).  A queued item at that point is a lost wakeup. */
 proctype monitor()
 {
 	timeout ->
 	assert(count == 0);
+	assert(kready == 0);
 	assert(consumed == produced);
-	assert(produced == NPROD * PER)
+	assert(produced == (napok -> PER : NPROD * PER))
 }
 
 init
 {
 	atomic {
 		byte i;
+		byte cfg;
 		if
-		:: nopoll = 0
-		:: nopoll = 1
+		:: cfg = 0
+		:: cfg = 1
+		:: cfg = 2
 		fi;
-		for (i : 1 .. NPROD) { run producer() }
 		if
-		:: for (i : 1 .. NWAIT) { run waiter() }
-		:: run outer()
+		:: cfg == 2 -> nopoll = 1	/* NAP */
+		:: cfg != 2 -> nopoll = 0
+		:: cfg != 2 -> nopoll = 1
+		fi;
+		/* NAP: one producer (its other state is already large) */
+		if
+		:: cfg == 2 -> napok = 1; run producer()
+		:: else -> for (i : 1 .. NPROD) { run producer() }
+		fi;
+		if
+		:: cfg == 1 -> run outer()
+		:: else ->
+			for (i : 0 .. NWAIT - 1) { run waiter(i) }
+		fi;
+		if
+		:: cfg == 2 -> sig = 1; tmo = 1;
+			if		/* with or without the kernel fd */
+			:: run ctl()
+			:: skip
+			fi
+		:: else -> skip
 		fi;
 		run monitor()
 	}

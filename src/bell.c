@@ -91,10 +91,58 @@
  * lists (FAIRNESS in wait.c) stay unconditional.  Model:
  * models/doorbell.pml (nopoll chosen either way at its start).
  *
+ * NAP (the futex floor).  A sleeping wait on a NOPOLL instance needs the
+ * kernel epoll only for what reaches it there: kernel fds, a watcher's view
+ * of the doorbell, a signal mask applied atomically.  Without any of those
+ * (nkernel == 0, watched == 0, no sigmask) it naps: it sleeps on the futex
+ * word `nap`, and the ring that would have written the doorbell wakes it
+ * with one FUTEX_WAKE instead (a bare futex handoff, without the epoll's
+ * callbacks, ready list and copy-out).  Nobody outside uepoll polls a NOPOLL
+ * instance's fd, so nothing else needs the doorbell's count.
+ *  - Napper (bell_nap_begin): read `nap`, count itself in `sleepers` then
+ *    `nappers` (seq_cst RMWs), give up if watched, store `set` = 0, re-check
+ *    the queue, then (wait.c) give up if nkernel > 0, else FUTEX_WAIT on
+ *    `nap` with the value read first.  The store of `set` takes a stale
+ *    doorbell (NOPOLL leaves them): a signal that saw `set` == 1 skipped its
+ *    ring, so its item was queued before that load, before the store, and
+ *    the re-check sees it.  Otherwise the signal exchanges `set` 0 -> 1 and
+ *    then loads `nappers` (bell_kick): either that load sees the napper
+ *    (it raises `nap` and wakes one: a napper not yet in FUTEX_WAIT finds
+ *    the word changed) or the napper's count came after it, and so did its
+ *    re-check, which sees the item.
+ *  - `set` == 1 must keep meaning "the doorbell's event is pending or a
+ *    waiter will take it and look" (DOORBELL).  A ring that woke a napper
+ *    wrote nothing, so every napper on its way out (bell_nap_end) uncounts
+ *    itself from `nappers` and then stores `set` = 0 before it looks at the
+ *    queue (as bell_took): a signal whose load saw it counted exchanged
+ *    `set` before that store, so the store undoes it.
+ *  - A ring that sees a napper wakes one napper and writes nothing, even
+ *    if threads sleep in the kernel epoll beside it (a wait with a
+ *    sigmask, a dozer): one thread per event, as the kernel's.  Every
+ *    napper it may have been meant for collects: woken, timed out or
+ *    finding the word changed, the wait goes round and harvests; giving up
+ *    the nap, it re-checks the queue before its epoll sleep.  Only a nap
+ *    that ends the wait without collecting (EINTR, cancellation) passes
+ *    the ring on: after its reset of `set` it kicks if items are queued
+ *    and anyone still sleeps (as bell_doze_end).
+ *  - What makes a nap wrong ends it: a kernel fd's ADD, a nested record
+ *    made loud and a demotion raise nkernel, and a watcher raises
+ *    `watched`, each by a seq_cst RMW, then call bell_unnap, which loads
+ *    `nappers` and wakes them all if any: either it sees the napper or the
+ *    napper's check (after its count) sees the change.  Woken, they go
+ *    round and sleep in the kernel epoll.
+ *  - A nap always carries a timeout (sys_futex_nap): a signal handler then
+ *    ends it with EINTR as it ends epoll_wait.  Cancelled in the nap, the
+ *    wait runs bell_nap_end.  The ThreadSanitizer build never naps
+ *    (sys_naps).
+ * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
+ * time; a kernel fd added while they nap).
+ *
  * LOCKING.  Only wlock, for watched/lt transitions (bell_watch; its place:
  * LOCK ORDER in lock.h); everything else here is the atomics above.
  */
 #include <errno.h>
+#include <limits.h>
 #include <sys/eventfd.h>
 
 #include "uepoll.h"
@@ -122,6 +170,8 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	lock_init(&b->wlock);
 	atomic_init(&b->set, 0);
 	atomic_init(&b->sleepers, 0);
+	atomic_init(&b->nappers, 0);
+	atomic_init(&b->nap, 0);
 	atomic_init(&b->dozers, 0);
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
@@ -142,9 +192,69 @@ void bell_fork_child(struct bell *b)
 	/* Each store only where the value is not already right: a page the
 	 * child only reads stays shared with the parent (no copy). */
 	obj_fork_zero(&b->sleepers);
+	obj_fork_zero(&b->nappers);
 	obj_fork_zero(&b->dozers);
 	obj_fork_zero(&b->want);
 	obj_fork_zero(&b->set);
+}
+
+/* NAP: bell_kick exchanged `set` 0 -> 1 and saw a napper. */
+void bell__nap_ring(struct bell *b)
+{
+	/* One napper, as the kernel wakes one epoll_wait per event; a thread
+	 * asleep in the kernel epoll beside it is left asleep (the napper
+	 * collects, or passes the ring on: bell_nap_end). */
+	atomic_fetch_add(&b->nap, 1);
+	sys_futex_wake(&b->nap, 1);
+}
+
+int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
+{
+	/* Read before the count: a wake after it changes the word. */
+	*seq = atomic_load(&b->nap);
+	atomic_fetch_add(&b->sleepers, 1);
+	atomic_fetch_add(&b->nappers, 1);
+	if (atomic_load(&b->watched)) {
+		bell_nap_end(b, q, false);
+		return -1;
+	}
+	/* Take a stale doorbell, then look (NAP). */
+	atomic_store(&b->set, 0);
+	if (!rq_empty(q)) {
+		bell_nap_end(b, q, false);
+		return 0;
+	}
+	return 1;
+}
+
+int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns)
+{
+	return sys_futex_nap(&b->nap, seq, until_ns);
+}
+
+void bell_nap_end(struct bell *b, struct readyq *q, bool pass)
+{
+	/* Uncounted first, then `set` given back (NAP): a ring that saw us
+	 * counted exchanged `set` before this store.  `sleepers` before
+	 * `nappers`: bell__nap_ring loads them the other way round, so it
+	 * never takes a leaving napper for a thread in the kernel epoll. */
+	atomic_fetch_sub(&b->sleepers, 1);
+	atomic_fetch_sub(&b->nappers, 1);
+	atomic_store(&b->set, 0);
+	/* Leaving without collecting (a signal, a cancellation): a ring that
+	 * woke nobody else may have been meant for us; pass it on to whoever
+	 * still sleeps (seq_cst: a sleeper counts itself, then looks). */
+	if (pass && !rq_empty(q) && atomic_load(&b->sleepers) > 0)
+		bell_kick(b);
+}
+
+void bell_unnap(struct bell *b)
+{
+	/* seq_cst load after the caller's RMW (NAP). */
+	if (atomic_load(&b->nappers) > 0) {
+		atomic_fetch_add(&b->nap, 1);
+		sys_futex_wake(&b->nap, INT_MAX);
+	}
 }
 
 void bell_ring(struct bell *b)
@@ -270,6 +380,10 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 
 	lock_take(&b->wlock);
 	w = atomic_fetch_add(&b->watched, delta) + delta;
+	/* A watched instance's sleepers must be in the kernel epoll, where
+	 * the doorbell wakes them (NAP). */
+	if (delta > 0)
+		bell_unnap(b);
 	if ((delta > 0 && w == 1) || w == 0)
 		atomic_fetch_add(&bell__nwatched, w ? 1 : -1);
 	if (((delta > 0 && w == 1) || w == 0) && epfd >= 0) {

@@ -45,6 +45,11 @@ struct bell {
 	/* Threads inside a sleep (bell_sleep_begin..end, a doze, a FIFO
 	 * follower).  seq_cst. */
 	_Atomic int sleepers;
+	/* Sleepers asleep on the futex word `nap` rather than in the kernel
+	 * epoll (NAP; counted in `sleepers` too).  seq_cst. */
+	_Atomic int nappers;
+	/* NAP's futex word: raised by every wake of a napper. */
+	_Atomic uint32_t nap;
 	/* Batching waits dozing (DOZE), and how many more events end their
 	 * doze (0: none is counted). */
 	_Atomic int dozers;
@@ -78,10 +83,17 @@ void bell_fork_child(struct bell *b);
 
 /* Ring the doorbell unless it is rung already (DOORBELL).  Inline: the
  * signal path and every wait that leaves items queued come here. */
+void bell__nap_ring(struct bell *b);
 static inline void bell_kick(struct bell *b)
 {
-	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0)
-		sys_eventfd_signal(b->fd);
+	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0) {
+		/* NAP: seq_cst load after the exchange, against a napper's
+		 * count then reset of `set`. */
+		if (b->nopoll && atomic_load(&b->nappers) > 0)
+			bell__nap_ring(b);
+		else
+			sys_eventfd_signal(b->fd);
+	}
 }
 
 /* Ring whatever `set` says (a dozer holds it at 1: DOZE). */
@@ -137,6 +149,11 @@ static inline bool bell_defer(struct bell *b, bool fair)
 static inline bool bell_has_sleeper(struct bell *b)
 {
 	return atomic_load(&b->sleepers) > 0;
+}
+
+static inline bool bell_nopoll(const struct bell *b)
+{
+	return b->nopoll;
 }
 
 static inline bool bell_watched(struct bell *b)
@@ -210,6 +227,22 @@ void bell_doze_end(struct bell *b, struct readyq *q);
  * is NOPOLL without `fair`, as bell_wanted's) and nobody else sleeps or
  * watches (its next wait finds them itself). */
 void bell_settle(struct bell *b, bool slept, bool fair);
+
+/* NAP: a sleeping wait on a NOPOLL instance that has no kernel fds, no
+ * watcher and no signal mask to apply sleeps on a futex word instead of in
+ * the kernel epoll.  bell_nap_begin counts the caller as a sleeper and a
+ * napper, takes a stale doorbell and re-checks the queue: 1 it may nap
+ * (*seq: the word's value to nap on; the caller then checks that the
+ * instance still has no kernel fd, and calls bell_nap_end either way; pass:
+ * it leaves without collecting, EINTR or cancelled), 0
+ * items are queued, -1 it must sleep in the kernel epoll (watched); not
+ * counted then.  bell_nap sleeps (sys_futex_nap's results).  bell_unnap
+ * wakes every napper (after a seq_cst RMW that makes naps wrong: a kernel
+ * fd counted in nkernel, a watcher counted, a demotion begun). */
+int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq);
+int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns);
+void bell_nap_end(struct bell *b, struct readyq *q, bool pass);
+void bell_unnap(struct bell *b);
 
 /* --- FIFO followers (turn.c): they count as sleepers --- */
 static inline void bell_follow_begin(struct bell *b)

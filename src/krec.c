@@ -206,9 +206,11 @@ int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev)
 
 	/* nkernel: never below the true number of kernel registrations (a
 	 * wait skips the kernel epoll at 0). */
-	if (r == 0 && op == EPOLL_CTL_ADD)
+	if (r == 0 && op == EPOLL_CTL_ADD) {
 		atomic_fetch_add(&p->nkernel, 1);
-	else if (r == 0 && op == EPOLL_CTL_DEL)
+		/* Its waits must sleep in the kernel epoll now (NAP). */
+		bell_unnap(&p->bell);
+	} else if (r == 0 && op == EPOLL_CTL_DEL)
 		atomic_fetch_sub(&p->nkernel, 1);
 	return r;
 }
@@ -438,6 +440,8 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 		return;
 	atomic_store_explicit(&n->silent, !loud, memory_order_relaxed);
 	atomic_fetch_add(&p->nkernel, loud ? 1 : -1);
+	if (loud)
+		bell_unnap(&p->bell); /* NAP */
 	krec__set_watched(inner, loud ? 1 : -1);
 }
 

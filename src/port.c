@@ -583,6 +583,8 @@ int port_demote(struct port *p)
 	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <
 	    PORT__SHARED_NKERNEL / 2)
 		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
+	/* Waits asleep on the futex word go to the kernel epoll (NAP). */
+	bell_unnap(&p->bell);
 	lock_take(&p->mtx);
 	list_for_each(l, &p->items)
 		cap++;
@@ -690,6 +692,8 @@ static void port__fork_prepare(struct uobj *o)
 	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <
 	    PORT__SHARED_NKERNEL / 2)
 		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
+	/* The other process's ctl cannot end our naps (NAP in bell.c). */
+	bell_unnap(&p->bell);
 }
 
 static int port__fork_child(struct uobj *o)

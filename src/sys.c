@@ -344,6 +344,38 @@ int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val)
 	return (int)sys__ret(r);
 }
 
+int sys_futex_nap(_Atomic uint32_t *addr, uint32_t val, int64_t until_ns)
+{
+	/* Never NULL: a FUTEX_WAIT without a timeout is restarted after a
+	 * handler that has SA_RESTART, and a wait must fail with EINTR as
+	 * epoll_wait does (signal(7)); with one, the kernel gives EINTR.  A
+	 * time no machine reaches stands for "never" (the kernel saturates
+	 * it), so a wait without a timeout makes no periodic wakeups. */
+	struct timespec ts = { .tv_sec = (time_t)1 << 40 };
+	int old;
+	long r;
+
+	if (until_ns >= 0) {
+		ts.tv_sec = (time_t)(until_ns / 1000000000);
+		ts.tv_nsec = (long)(until_ns % 1000000000);
+	}
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	r = sys__libc.syscall(SYS_futex, addr,
+			      FUTEX_WAIT_BITSET | FUTEX_PRIVATE_FLAG, val, &ts,
+			      NULL, FUTEX_BITSET_MATCH_ANY);
+	pthread_setcanceltype(old, NULL);
+	return (int)sys__ret(r);
+}
+
+bool sys_naps(void)
+{
+#ifdef SYS__TSAN
+	return false;
+#else
+	return true;
+#endif
+}
+
 void sys_futex_wake(_Atomic uint32_t *addr, int n)
 {
 	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);

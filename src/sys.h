@@ -16,6 +16,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/types.h>
@@ -55,6 +56,16 @@ int sys_eventfd_take(int fd, uint64_t *v);
  * (-EAGAIN); a cancellation point. */
 int sys_futex_sleep(_Atomic uint32_t *addr, uint32_t val);
 void sys_futex_wake(_Atomic uint32_t *addr, int n);
+/* A wait's sleep on a futex word (NAP in bell.c): FUTEX_WAIT (private) while
+ * *addr == val, until woken (0), val changed (-EAGAIN), the absolute
+ * CLOCK_MONOTONIC time until_ns passed (-ETIMEDOUT; until_ns < 0: never) or
+ * a signal handler ran (-EINTR, whatever its SA_RESTART says: as
+ * epoll_wait).  A cancellation point. */
+int sys_futex_nap(_Atomic uint32_t *addr, uint32_t val, int64_t until_ns);
+/* May a wait sleep on a futex (sys_futex_nap)?  Not in the ThreadSanitizer
+ * build, whose signal handlers run late outside the calls it intercepts
+ * (THREADSANITIZER in sys.c): there every sleep stays in epoll_wait. */
+bool sys_naps(void);
 /* ppoll(2): sleeps until an fd is ready, the timeout passes (0; NULL:
  * never) or a signal handler runs (-EINTR); sigmask applied atomically.  A
  * cancellation point. */

@@ -285,6 +285,48 @@ static void wait__unsleep(void *p)
 	bell_sleep_end(&((struct port *)p)->bell);
 }
 
+/* Cancelled in a nap: it leaves without collecting. */
+static void wait__unnap(void *arg)
+{
+	struct port *p = arg;
+
+	bell_nap_end(&p->bell, &p->rq, true);
+}
+
+/* NAP in bell.c: may this sleep be on the futex word rather than in the
+ * kernel epoll?  (Relaxed hints: bell_nap_begin and the caller check again
+ * after counting.) */
+static bool wait__may_nap(struct port *p, const sigset_t *sigmask)
+{
+	return !sigmask && bell_nopoll(&p->bell) && !bell_watched(&p->bell) &&
+	       atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0 &&
+	       sys_naps();
+}
+
+/* The nap (NAP): 1 it napped (*r: 0 or -EINTR), 0 items are queued, -1 the
+ * instance needs the kernel epoll after all. */
+static int wait__nap(struct port *p, int64_t until, int *r)
+{
+	uint32_t seq;
+	int k = bell_nap_begin(&p->bell, &p->rq, &seq);
+
+	if (k <= 0)
+		return k;
+	/* seq_cst, after the count: against a kernel fd's count then
+	 * bell_unnap (krec_kctl, port_demote). */
+	if (atomic_load(&p->nkernel) > 0) {
+		bell_nap_end(&p->bell, &p->rq, false);
+		return -1;
+	}
+	pthread_cleanup_push(wait__unnap, p);
+	k = bell_nap(&p->bell, seq, until);
+	pthread_cleanup_pop(0);
+	/* EINTR: the wait returns without collecting. */
+	bell_nap_end(&p->bell, &p->rq, k == -EINTR);
+	*r = k == -EINTR ? -EINTR : 0;
+	return 1;
+}
+
 static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 			int64_t until, const struct timespec *timeout,
 			const sigset_t *sigmask, bool *db,
@@ -297,6 +339,20 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
 	    spin_wait(&p->spin, wait__ready, p, until))
 		return false;
+	if (wait__may_nap(p, sigmask)) {
+		switch (wait__nap(p, until, r)) {
+		case 0:
+			return false;
+		case 1:
+			/* Woken, timed out or interrupted: the caller
+			 * collects (a stale wake finds nothing and sleeps
+			 * again). */
+			*db = false;
+			return true;
+		default:
+			break;
+		}
+	}
 	if (!bell_sleep_begin(&p->bell, &p->rq))
 		return false;
 	/* Cancelled in its sleep, the wait is not a sleeper any more. */

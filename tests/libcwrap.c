@@ -8,11 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 const char *const wrap_name[WRAP_N] = { "read", "write", "close",
 					"epoll_pwait", "epoll_pwait2", "ppoll",
-					"syscall" };
+					"syscall", "futex" };
 
 static _Atomic int wrap__all;
 static __thread int wrap__me;
@@ -150,7 +151,7 @@ __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 	long a[6];
 	va_list ap;
 
-	wrap__count(WRAP_SYSCALL);
+	wrap__count(nr == SYS_futex ? WRAP_FUTEX : WRAP_SYSCALL);
 	if (!f)
 		f = (long (*)(long, ...))wrap__next("syscall");
 	va_start(ap, nr);

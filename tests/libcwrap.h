@@ -17,7 +17,8 @@ enum {
 	WRAP_EPOLL_PWAIT,
 	WRAP_EPOLL_PWAIT2,
 	WRAP_PPOLL,
-	WRAP_SYSCALL,
+	WRAP_SYSCALL, /* syscall() of any number but SYS_futex */
+	WRAP_FUTEX,   /* syscall(SYS_futex, ...) */
 	WRAP_N
 };
 

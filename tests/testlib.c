@@ -183,6 +183,24 @@ int t_wait_sleeping(int tid, int timeout_ms)
 	return 0;
 }
 
+int t_blocked_in(int tid, int timeout_ms)
+{
+	char path[64], buf[64];
+	FILE *f;
+	int nr = -1;
+
+	if (!t_wait_sleeping(tid, timeout_ms))
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		nr = atoi(buf);
+	fclose(f);
+	return nr;
+}
+
 static void t_watchdog_fired(int sig)
 {
 	static const char msg[] = "watchdog: test still running, hung?\n";

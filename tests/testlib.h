@@ -73,6 +73,10 @@ int t_gettid(void);
  * not seen asleep within timeout_ms.
  */
 int t_wait_sleeping(int tid, int timeout_ms);
+/* Wait as t_wait_sleeping, then: the number of the system call thread tid
+ * is blocked in (/proc/self/task/TID/syscall), or -1 if it was not seen
+ * asleep. */
+int t_blocked_in(int tid, int timeout_ms);
 /* Sleep for ms milliseconds. */
 void t_sleep_ms(int ms);
 /*
