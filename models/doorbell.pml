@@ -36,7 +36,7 @@
  * on its readiness without being a sleeper of it (NOPOLL's watcher pair);
  * NAP: nopoll, two waiters that each time either nap or sleep in the kernel
  * epoll (a wait with a sigmask), one EINTR, and a ctl that adds a kernel fd
- * whose event follows.  models/check.sh runs it, and also each mutant,
+ * whose event follows or the end of NOPOLL while in use (UNNOPOLL).  models/check.sh runs it, and also each mutant,
  * which must fail:
  *   MUTANT_KICK_FIRST         the doorbell rung before the item is queued
  *   MUTANT_NOPOLL_LOOK_FIRST  NOPOLL: sleepers/watched loaded before the
@@ -51,6 +51,9 @@
  *   MUTANT_NAP_NO_PASS        a nap ended by EINTR does not pass the ring on
  *   MUTANT_NAP_KERNEL_FIRST   a napper looks at nkernel before it counts
  *   MUTANT_NAP_NO_UNNAP       a kernel fd's ADD does not wake nappers
+ *   MUTANT_NAP_NO_NOPOLL_CHECK  a napper does not look at nopoll after its
+ *                             count (UNNOPOLL)
+ *   MUTANT_UNNOPOLL_NO_UNNAP  the end of NOPOLL does not wake nappers
  * (A nap's timeout is not modelled: a napper that times out goes round and
  * collects, as a woken one does.)
  */
@@ -208,16 +211,23 @@ proctype waiter(byte me)
 			:: count > 0 -> signal()
 			:: else -> skip
 			fi
-		:: atomic { count == 0 && napok && !watched &&
+		:: atomic { count == 0 && napok && nopoll && !watched &&
 			    !nkernel -> skip } ->
 			/* NAP (wait__nap): bell_nap_begin, the nkernel check,
 			 * FUTEX_WAIT, bell_nap_end */
 			seq = fseq;
+			gave_up = 0;
 #ifdef MUTANT_NAP_KERNEL_FIRST
 			gave_up = nkernel;
 #endif
 			sleepers++;
 			nappers++;
+#ifndef MUTANT_NAP_NO_NOPOLL_CHECK
+			if
+			:: !nopoll -> gave_up = 1	/* UNNOPOLL */
+			:: else -> skip
+			fi;
+#endif
 #ifndef MUTANT_NAP_NO_TAKE
 			db_set = 0;
 #endif
@@ -225,7 +235,7 @@ proctype waiter(byte me)
 			:: count > 0 -> nap_end(0)	/* items: collect */
 			:: else ->
 #ifndef MUTANT_NAP_KERNEL_FIRST
-				gave_up = nkernel;
+				gave_up = gave_up || nkernel;
 #endif
 				if
 				:: gave_up -> nap_end(0)
@@ -324,6 +334,19 @@ proctype ctl()
 	kready = 1
 }
 
+/* UNNOPOLL (bell_polled_outside): the option ends while in use. */
+proctype unnopoll()
+{
+	nopoll = 0;
+#ifndef MUTANT_UNNOPOLL_NO_UNNAP
+	unnap();
+#endif
+	if
+	:: count > 0 -> kick()
+	:: else -> skip
+	fi
+}
+
 /* Runs only when nothing else can move: every waiter is asleep (or all
  * done).  A queued item at that point is a lost wakeup. */
 proctype monitor()
@@ -361,10 +384,13 @@ init
 			for (i : 0 .. NWAIT - 1) { run waiter(i) }
 		fi;
 		if
-		:: cfg == 2 -> sig = 1; tmo = 1;
-			if		/* with or without the kernel fd */
-			:: run ctl()
-			:: skip
+		:: cfg == 2 ->
+			if	/* a kernel fd, NOPOLL ended, or neither */
+			:: sig = 1; tmo = 1; run ctl()
+			:: sig = 1; tmo = 1
+			/* (without the EINTR and the timeout: the state
+			 * space would be four times as large) */
+			:: run unnopoll()
 			fi
 		:: else -> skip
 		fi;

@@ -45,4 +45,5 @@ void policy_load(void)
 	policy.fifo = policy__flag("UEPOLL_WAKE_FIFO");
 	policy.stats = policy__flag("UEPOLL_STATS");
 	policy.min_wait_us = policy__u32("UEPOLL_MIN_WAIT_US");
+	policy.nopoll = policy__flag("UEPOLL_NOPOLL");
 }

@@ -19,7 +19,9 @@
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -106,6 +108,15 @@ struct real_fns {
 	FILE *(*popen)(const char *, const char *);
 	pid_t (*fork)(void);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*__poll_chk)(struct pollfd *, nfds_t, int, size_t);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *,
+		     const sigset_t *);
+	int (*__ppoll_chk)(struct pollfd *, nfds_t, const struct timespec *,
+			   const sigset_t *, size_t);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *,
+		       const struct timespec *, const sigset_t *);
 };
 /* The table, filled entry by entry on first use. */
 extern struct real_fns real__fns;
@@ -129,9 +140,18 @@ struct policy {
 	bool fifo;	      /* UEPOLL_WAKE_FIFO=1 */
 	bool stats;	      /* UEPOLL_STATS=1 */
 	uint32_t min_wait_us; /* UEPOLL_MIN_WAIT_US=N */
+	bool nopoll;	      /* UEPOLL_NOPOLL=1 (wrap_poll.c) */
 };
 extern struct policy policy;
 void policy_load(void);
+
+/* ---- wrap_poll.c: outside pollers (UEPOLL_NOPOLL=1) --------------------- */
+
+/* The objects polled through pfd, or through the sets' first nfds, lose
+ * their NOPOLL option before the poll (no-op with the policy off). */
+void poll_mark_fds(const struct pollfd *pfd, nfds_t n);
+void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
+		    const fd_set *x);
 
 /* ---- stats.c: counters printed at exit with UEPOLL_STATS=1 ------------- */
 

@@ -85,6 +85,12 @@ void real_resolve_all(void)
 	(void)REAL(popen);
 	(void)REAL(fork);
 	(void)REAL(sendmmsg);
+	(void)REAL(poll);
+	(void)REAL(__poll_chk);
+	(void)REAL(ppoll);
+	(void)REAL(__ppoll_chk);
+	(void)REAL(select);
+	(void)REAL(pselect);
 }
 
 #if defined(__x86_64__)

@@ -32,6 +32,8 @@ static void run__usage(FILE *f)
 	      "  --nospin           UEPOLL_NOSPIN=1: waits block at once\n"
 	      "  --fifo             UEPOLL_WAKE_FIFO=1: the longest-waiting\n"
 	      "                     thread of an instance takes a wakeup\n"
+	      "  --nopoll           UEPOLL_NOPOLL=1: fds kept exact only once\n"
+	      "                     poll(), select() or a kernel epoll look\n"
 	      "  --stats            UEPOLL_STATS=1: counters on stderr at exit\n"
 	      "  --preload PATH     the preload library (default: next to\n"
 	      "                     uepoll-run, else " UEPOLL_PRELOAD_PATH ")\n"
@@ -151,6 +153,8 @@ int main(int argc, char *argv[])
 			run__set("UEPOLL_ROUNDROBIN", "1");
 		} else if (!strcmp(o, "--nospin")) {
 			run__set("UEPOLL_NOSPIN", "1");
+		} else if (!strcmp(o, "--nopoll")) {
+			run__set("UEPOLL_NOPOLL", "1");
 		} else if (!strcmp(o, "--fifo")) {
 			run__set("UEPOLL_WAKE_FIFO", "1");
 		} else if (!strcmp(o, "--stats")) {

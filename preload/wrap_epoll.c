@@ -36,7 +36,8 @@
 static int epoll__create(int flags)
 {
 	unsigned int uflags = (policy.nospin ? UEPOLL_NOSPIN : 0) |
-			      (policy.fifo ? UEPOLL_WAKE_FIFO : 0);
+			      (policy.fifo ? UEPOLL_WAKE_FIFO : 0) |
+			      (policy.nopoll ? UEPOLL_NOPOLL : 0);
 	int e = errno;
 	int fd = uflags ? uepoll_create2(flags, uflags) : uepoll_create1(flags);
 

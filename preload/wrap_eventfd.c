@@ -22,7 +22,8 @@ PRELOAD_WRAP int eventfd(unsigned int initval, int flags)
 	if (!preload_ready() ||
 	    flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
 		return REAL(eventfd)(initval, flags);
-	fd = ueventfd(initval, flags);
+	/* UEPOLL_NOPOLL=1: exact only once something polls it (wrap_poll.c). */
+	fd = ueventfd(initval, flags | (policy.nopoll ? UEVENTFD_NOPOLL : 0));
 	if (fd >= 0)
 		stats_add(STAT_EVENTFDS);
 	return (int)preload_keep_errno(e, fd);

@@ -14,6 +14,9 @@
  * uepoll.  libuv, which sets its rings up with syscall(), then falls back to
  * epoll_ctl.  A program with its own inline system calls (liburing) is not
  * seen: docs/design.md, "Preload layer".
+ *
+ * poll, ppoll, select, pselect6 and epoll_ctl go to libc's syscall() too,
+ * after UEPOLL_NOPOLL=1's look at their fds (wrap_poll.c).
  */
 #include <stdarg.h>
 #include <sys/syscall.h>
@@ -53,6 +56,29 @@ PRELOAD_WRAP long syscall(long nr, ...)
 		case SYS_dup2:
 			return fd_dup3((int)a[0], (int)a[1], 0, true);
 #endif
+		/* UEPOLL_NOPOLL=1: outside pollers (wrap_poll.c); then
+		 * libc's syscall. */
+#ifdef SYS_poll
+		case SYS_poll:
+#endif
+		case SYS_ppoll:
+			poll_mark_fds((const struct pollfd *)a[0],
+				      (nfds_t)a[1]);
+			break;
+#ifdef SYS_select
+		case SYS_select:
+#endif
+		case SYS_pselect6:
+			poll_mark_sets((int)a[0], (const fd_set *)a[1],
+				       (const fd_set *)a[2],
+				       (const fd_set *)a[3]);
+			break;
+		case SYS_epoll_ctl:
+			if (policy.nopoll && (a[1] == EPOLL_CTL_ADD ||
+					      a[1] == EPOLL_CTL_MOD))
+				poll_mark_fds(&(struct pollfd){ .fd = (int)a[2] },
+					      1);
+			break;
 #ifdef SYS_io_uring_setup
 		case SYS_io_uring_setup:
 			errno = ENOSYS;

@@ -82,6 +82,10 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	if (!o || !uobj_ops(o)->ctl) {
 		if (o)
 			uobj_put(o);
+		/* A kernel epoll will poll our object's fd: it must be exact
+		 * (UEPOLL_NOPOLL and UEVENTFD_NOPOLL end). */
+		if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
+			uobj_polled(fd);
 		return (int)api__ret(sys_epoll_ctl(epfd, op, fd, event));
 	}
 	r = uobj_ops(o)->ctl(o, op, fd, event);

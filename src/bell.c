@@ -138,6 +138,17 @@
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
  * time; a kernel fd added while they nap).
  *
+ * UNNOPOLL.  NOPOLL may end while the instance is in use: the preload layer
+ * creates instances with it when asked (UEPOLL_NOPOLL=1) and ends it when it
+ * sees the fd polled from outside (poll(), select(), a kernel epoll).
+ * bell_polled_outside stores nopoll = 0 (seq_cst), wakes the nappers
+ * (bell_unnap: they re-check nopoll after their count and sleep in the
+ * kernel epoll instead) and kicks if items are queued: a signal loads
+ * nopoll after its enqueue (bell_wanted, seq_cst), so either it saw 0 and
+ * rang, or its item is seen by the look.  From then on the instance is
+ * exact, as if made without the flag (a stale doorbell may make the fd
+ * read ready once, as a default instance's may).
+ *
  * LOCKING.  Only wlock, for watched/lt transitions (bell_watch; its place:
  * LOCK ORDER in lock.h); everything else here is the atomics above.
  */
@@ -176,7 +187,7 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
 	atomic_init(&b->lt, false);
-	b->nopoll = nopoll;
+	atomic_init(&b->nopoll, nopoll);
 	return 0;
 }
 
@@ -214,7 +225,9 @@ int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
 	*seq = atomic_load(&b->nap);
 	atomic_fetch_add(&b->sleepers, 1);
 	atomic_fetch_add(&b->nappers, 1);
-	if (atomic_load(&b->watched)) {
+	/* After the count (seq_cst): against bell_watch's and
+	 * bell_polled_outside's change then bell_unnap. */
+	if (atomic_load(&b->watched) || !atomic_load(&b->nopoll)) {
 		bell_nap_end(b, q, false);
 		return -1;
 	}
@@ -358,8 +371,23 @@ void bell_settle(struct bell *b, bool slept, bool fair)
 	 * (seq_cst: a thread that starts sleeping counts itself, then looks
 	 * at the queue.)  NOPOLL: there is no outside poller to show them to
 	 * either, only the kernel's list to hold their place in (fair). */
-	if ((!slept && (!b->nopoll || fair)) || atomic_load(&b->sleepers) > 0 ||
+	if ((!slept && (!bell_nopoll(b) || fair)) ||
+	    atomic_load(&b->sleepers) > 0 ||
 	    atomic_load_explicit(&b->watched, memory_order_relaxed))
+		bell_kick(b);
+}
+
+void bell_polled_outside(struct bell *b, struct readyq *q)
+{
+	if (!atomic_load(&b->nopoll))
+		return;
+	/* UNNOPOLL: the store, then the nappers (they must sleep where the
+	 * doorbell wakes them), then the queue: a signal that loaded nopoll
+	 * before the store skipped its ring, after queueing its item, so the
+	 * look sees the item and rings for the new poller. */
+	atomic_store(&b->nopoll, false);
+	bell_unnap(b);
+	if (!rq_empty(q))
 		bell_kick(b);
 }
 

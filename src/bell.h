@@ -65,9 +65,9 @@ struct bell {
 	 * bell_init to bell_close. */
 	int fd;
 	/* UEPOLL_NOPOLL: nothing outside uepoll's calls polls the instance's
-	 * fd (NOPOLL in bell.c).  Immutable; read on every signal, so on the
-	 * signalers' line. */
-	bool nopoll;
+	 * fd (NOPOLL in bell.c).  Only ever cleared (bell_polled_outside);
+	 * read on every signal, so on the signalers' line. */
+	_Atomic bool nopoll;
 };
 
 /* Set up the doorbell in the kernel epoll epfd (data: what a wait reads back
@@ -89,7 +89,7 @@ static inline void bell_kick(struct bell *b)
 	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0) {
 		/* NAP: seq_cst load after the exchange, against a napper's
 		 * count then reset of `set`. */
-		if (b->nopoll && atomic_load(&b->nappers) > 0)
+		if (atomic_load(&b->nopoll) && atomic_load(&b->nappers) > 0)
 			bell__nap_ring(b);
 		else
 			sys_eventfd_signal(b->fd);
@@ -112,7 +112,8 @@ static inline bool bell_wanted(struct bell *b, bool fair)
 	 * tail, against a sleeper's count then re-check of the queue
 	 * (bell_sleep_begin, bell_doze_begin, bell_follow_begin) and against
 	 * bell_watch's count then prune (NOPOLL in bell.c). */
-	return !b->nopoll || fair || atomic_load(&b->sleepers) > 0 ||
+	return !atomic_load(&b->nopoll) || fair ||
+	       atomic_load(&b->sleepers) > 0 ||
 	       atomic_load(&b->watched) > 0;
 }
 
@@ -151,9 +152,9 @@ static inline bool bell_has_sleeper(struct bell *b)
 	return atomic_load(&b->sleepers) > 0;
 }
 
-static inline bool bell_nopoll(const struct bell *b)
+static inline bool bell_nopoll(struct bell *b)
 {
-	return b->nopoll;
+	return atomic_load_explicit(&b->nopoll, memory_order_relaxed);
 }
 
 static inline bool bell_watched(struct bell *b)
@@ -194,7 +195,7 @@ static inline int bell_fd(const struct bell *b)
  * itself (bell_watch). */
 static inline bool bell_exact(struct bell *b)
 {
-	return !b->nopoll ||
+	return !atomic_load_explicit(&b->nopoll, memory_order_relaxed) ||
 	       atomic_load_explicit(&b->watched, memory_order_relaxed);
 }
 
@@ -263,6 +264,10 @@ static inline void bell_follow_end(struct bell *b)
  * outside q's lock. */
 void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		int delta);
+/* Something outside uepoll's calls polls the instance's fd after all (the
+ * preload saw poll(), select() or a kernel epoll take it): NOPOLL ends for
+ * good (UNNOPOLL in bell.c). */
+void bell_polled_outside(struct bell *b, struct readyq *q);
 /* Is any instance of the process watched?  (Lets hot paths skip the work
  * only watched instances need.) */
 bool bell_any_watched(void);

@@ -944,6 +944,11 @@ static void uefd__flags_set(struct uobj *o, int fl)
 }
 
 /* (ctl and wait: the kernel's answer for an eventfd, EINVAL.) */
+static void uefd__polled(struct uobj *o)
+{
+	uefd_watched_outside((struct uefd *)o);
+}
+
 const struct uobj_ops uefd_ops = {
 	.size = sizeof(struct uefd),
 	.read = uefd__read_op,
@@ -952,4 +957,5 @@ const struct uobj_ops uefd_ops = {
 	.release = uefd__release,
 	.flags_set = uefd__flags_set,
 	.fork_child = uefd__fork_child,
+	.polled = uefd__polled,
 };

@@ -372,6 +372,17 @@ void uobj_forget(int fd)
 	}
 }
 
+void uobj_polled(int fd)
+{
+	struct uobj *o = fdtab_get(fd);
+
+	if (o) {
+		if (uobj__ops[o->type]->polled)
+			uobj__ops[o->type]->polled(o);
+		uobj_put(o);
+	}
+}
+
 void uobj_flags_set(struct uobj *o, int fl)
 {
 	if (uobj__ops[o->type]->flags_set)

@@ -104,6 +104,10 @@ struct uobj_ops {
 	 * what they left half-done.  Returns the references the child still
 	 * has besides the fd table's (a queued timer's). */
 	int (*fork_child)(struct uobj *o);
+	/* Something outside uepoll's calls polls the file (poll(), select(),
+	 * a kernel epoll): its readiness must be exact from now on
+	 * (UEPOLL_NOPOLL, UEVENTFD_NOPOLL end).  May be NULL. */
+	void (*polled)(struct uobj *o);
 };
 
 /* The table of o's type (set once, when its memory was first carved). */
@@ -154,6 +158,9 @@ void uobj_put(struct uobj *o);
  * drop the object recorded there, if any, without touching the number.
  * Calls in flight on it finish on its private fd. */
 void uobj_forget(int fd);
+/* fd's object, if any, is polled from outside uepoll's calls (the preload
+ * layer's poll/select wrappers, a ctl into a kernel epoll): ops->polled. */
+void uobj_polled(int fd);
 /* The same for object o (the caller holds a reference), if fd still leads
  * to it. */
 void uobj_unpublish(int fd, struct uobj *o);

@@ -723,6 +723,13 @@ static int port__wait_op(struct uobj *o, struct epoll_event *evs, int max,
 }
 
 /* (read and write: the kernel's answer for an epoll, EINVAL.) */
+static void port__polled(struct uobj *o)
+{
+	struct port *p = (struct port *)o;
+
+	bell_polled_outside(&p->bell, &p->rq);
+}
+
 const struct uobj_ops port_ops = {
 	.size = sizeof(struct port),
 	.ctl = port__ctl_op,
@@ -731,4 +738,5 @@ const struct uobj_ops port_ops = {
 	.release = port__release,
 	.fork_prepare = port__fork_prepare,
 	.fork_child = port__fork_child,
+	.polled = port__polled,
 };

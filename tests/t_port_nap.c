@@ -22,6 +22,8 @@
  *      nobody asleep makes no system call;
  *  (j) a stale doorbell left by NOPOLL is taken by a napper;
  *  (k) naps and sigmask waits in turn on one instance are all woken;
+ *  (l) a NOPOLL instance and ueventfd put into a kernel epoll become exact
+ *      at once (UNNOPOLL), a napper included;
  *  (i) stress: three waiters (one with a sigmask, so naps and epoll sleeps
  *      mix) and two writers on one instance; every unit written is read
  *      and the waiters end.
@@ -434,6 +436,83 @@ static void case_mixed(void)
 	uepoll_close(ep);
 }
 
+/* (l) UNNOPOLL: an instance and a ueventfd made with NOPOLL, put into a
+ * kernel epoll through uepoll_ctl (which polls them from outside), become
+ * exact there and then: what was queued before shows, a napper moves into
+ * the kernel epoll, and later events reach the kernel epoll too. */
+static void case_polled(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	struct waiter w;
+	uint64_t v;
+	int ep, e, e2, kep;
+
+	fprintf(stderr, "-- polled\n");
+	ep = nopoll_instance();
+	e = add_efd(ep, 11);
+	kep = epoll_create1(0);
+	REQUIRE(kep >= 0);
+	/* An event queued while nobody sleeps rings nobody. */
+	put(e);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 0);
+	ev.data.u64 = 100;
+	REQUIRE(uepoll_ctl(kep, EPOLL_CTL_ADD, ep, &ev) == 0);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 1);
+	CHECK_EQ(uepoll_wait(ep, out, 4, 0), 1);
+	REQUIRE(uepoll_read(e, &v, 8) == 8);
+	/* A napper would not wake the kernel epoll: it sleeps there now.
+	 * (The kernel epoll is not asked meanwhile: the waiter may take the
+	 * event first, as a thread in the kernel's epoll_wait would.) */
+	CHECK(in_epoll(waiter_start(&w, ep, -1, NULL)));
+	put(e);
+	waiter_join(&w);
+	CHECK_EQ(w.r, 1);
+	REQUIRE(uepoll_read(e, &v, 8) == 8);
+	CHECK_EQ(uepoll_wait(ep, out, 4, 0), 0);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 0);
+	/* Events with nobody asleep reach the kernel epoll now. */
+	put(e);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 1);
+	CHECK_EQ(out[0].data.u64, 100);
+	REQUIRE(uepoll_read(e, &v, 8) == 8);
+	CHECK_EQ(uepoll_wait(ep, out, 4, 0), 0);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 0);
+
+	/* A napper asleep when the kernel epoll takes the instance moves. */
+	{
+		int ep2 = nopoll_instance(), e3 = add_efd(ep2, 12);
+
+		CHECK(in_nap(waiter_start(&w, ep2, -1, NULL)));
+		ev.data.u64 = 300;
+		REQUIRE(uepoll_ctl(kep, EPOLL_CTL_ADD, ep2, &ev) == 0);
+		CHECK(in_epoll(t_blocked_in(atomic_load(&w.tid), 5000)));
+		put(e3);
+		waiter_join(&w);
+		CHECK_EQ(w.r, 1);
+		CHECK_EQ(w.ev[0].data.u64, 12);
+		uepoll_close(e3);
+		uepoll_close(ep2);
+	}
+
+	/* A NOPOLL ueventfd in the kernel epoll: its own fd is exact. */
+	e2 = ueventfd(0, EFD_NONBLOCK | UEVENTFD_NOPOLL);
+	REQUIRE(e2 >= 0);
+	ev.data.u64 = 200;
+	REQUIRE(uepoll_write(e2, &(uint64_t){ 1 }, 8) == 8);
+	REQUIRE(uepoll_read(e2, &v, 8) == 8);
+	REQUIRE(uepoll_ctl(kep, EPOLL_CTL_ADD, e2, &ev) == 0);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 0);
+	REQUIRE(uepoll_write(e2, &(uint64_t){ 1 }, 8) == 8);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 1);
+	CHECK_EQ(out[0].data.u64, 200);
+	REQUIRE(uepoll_read(e2, &v, 8) == 8);
+	CHECK_EQ(epoll_wait(kep, out, 4, 0), 0);
+	close(kep);
+	uepoll_close(e2);
+	uepoll_close(e);
+	uepoll_close(ep);
+}
+
 /* (i) */
 #define NWRITERS 2
 #define NWAITERS 3
@@ -528,6 +607,7 @@ int main(void)
 	case_cancel();
 	case_stale();
 	case_mixed();
+	case_polled();
 	case_stress();
 	return t_end();
 }

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_poll.c - poll, ppoll, select, pselect (and their _chk forms): the
+ * outside pollers of UEPOLL_NOPOLL=1.
+ *
+ * With UEPOLL_NOPOLL=1 the layer makes every instance with UEPOLL_NOPOLL
+ * and every eventfd with UEVENTFD_NOPOLL (wrap_epoll.c, wrap_eventfd.c):
+ * their fds' readiness is then not kept exact for pollers outside uepoll's
+ * calls, and a ueventfd handoff or a sleeping wait costs the least it can
+ * (no doorbell write while nobody sleeps, a futex for a sleeping wait).
+ * The layer sees every way a program looks at readiness through libc:
+ * these calls, a kernel epoll's epoll_ctl (uepoll_ctl on an fd that is not
+ * an instance ends the option itself) and the same numbers through
+ * syscall() (wrap_syscall.c).  Before any of them looks at one of our
+ * objects, the object's option ends for good (uobj_polled: the fd is exact
+ * from then on, and what was ready is made visible first).  With the
+ * policy off, these wrappers are libc's calls with one test.
+ */
+#include <poll.h>
+#include <sys/select.h>
+
+#include "obj.h"
+
+#include "preload.h"
+
+/* glibc's _FORTIFY_SOURCE entry points (declared only under fortify). */
+int __poll_chk(struct pollfd *pfd, nfds_t n, int timeout, size_t len);
+int __ppoll_chk(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
+		const sigset_t *mask, size_t len);
+
+/* Every object among pfd becomes exact. */
+void poll_mark_fds(const struct pollfd *pfd, nfds_t n)
+{
+	if (!policy.nopoll || !pfd)
+		return;
+	for (nfds_t i = 0; i < n; i++)
+		if (pfd[i].fd >= 0 && preload_maybe_object(pfd[i].fd))
+			uobj_polled(pfd[i].fd);
+}
+
+/* Every object in the first nfds of the sets becomes exact. */
+void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
+		    const fd_set *x)
+{
+	if (!policy.nopoll)
+		return;
+	if (nfds > FD_SETSIZE)
+		nfds = FD_SETSIZE;
+	for (int fd = 0; fd < nfds; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
+		     (x && FD_ISSET(fd, x))) &&
+		    preload_maybe_object(fd))
+			uobj_polled(fd);
+}
+
+PRELOAD_WRAP int poll(struct pollfd *pfd, nfds_t n, int timeout)
+{
+	if (preload_ready())
+		poll_mark_fds(pfd, n);
+	return REAL(poll)(pfd, n, timeout);
+}
+
+PRELOAD_WRAP int __poll_chk(struct pollfd *pfd, nfds_t n, int timeout,
+			    size_t len)
+{
+	if (preload_ready())
+		poll_mark_fds(pfd, n);
+	return REAL(__poll_chk)(pfd, n, timeout, len);
+}
+
+PRELOAD_WRAP int ppoll(struct pollfd *pfd, nfds_t n,
+		       const struct timespec *timeout, const sigset_t *mask)
+{
+	if (preload_ready())
+		poll_mark_fds(pfd, n);
+	return REAL(ppoll)(pfd, n, timeout, mask);
+}
+
+PRELOAD_WRAP int __ppoll_chk(struct pollfd *pfd, nfds_t n,
+			     const struct timespec *timeout,
+			     const sigset_t *mask, size_t len)
+{
+	if (preload_ready())
+		poll_mark_fds(pfd, n);
+	return REAL(__ppoll_chk)(pfd, n, timeout, mask, len);
+}
+
+PRELOAD_WRAP int select(int nfds, fd_set *r, fd_set *w, fd_set *x,
+			struct timeval *timeout)
+{
+	if (preload_ready())
+		poll_mark_sets(nfds, r, w, x);
+	return REAL(select)(nfds, r, w, x, timeout);
+}
+
+PRELOAD_WRAP int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x,
+			 const struct timespec *timeout, const sigset_t *mask)
+{
+	if (preload_ready())
+		poll_mark_sets(nfds, r, w, x);
+	return REAL(pselect)(nfds, r, w, x, timeout, mask);
+}
