@@ -6,7 +6,10 @@
  * kernel fds in a uepoll instance: what uepoll adds to a sleeping wait on
  * them (KERNEL COST in src/wait.c).  The round trip as A sees it
  * is the latency.  The `futex` row is the floor: a bare futex word, the same
- * hand-off with nothing else.  Both threads are pinned: to the same CPU
+ * hand-off with nothing else.  The `efd-read` rows have no instance: each
+ * thread blocks in read(2) on its own eventfd (uepoll_read on a ueventfd:
+ * a sleep in the mirror's read, MIRROR in src/eventfd.c).  Both threads
+ * are pinned: to the same CPU
  * (a wakeup is a context switch) or to two CPUs (a wakeup crosses CPUs).
  */
 #include "bench.h"
@@ -17,6 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -39,13 +43,16 @@ static void pp_size(bool quick, struct params *p, int *reps)
 	*reps = quick ? 1 : 5;
 }
 
+/* flags: bit 0 B on another CPU; PP_READ blocking reads, no instance. */
+#define PP_READ 2u
+
 /* One line per variant: the channel (eventfds through the system, or the
  * bare futex floor) and whether B runs on A's CPU or on another one. */
 static const struct pp_variant {
 	const char *name;
 	enum src_kind src;
 	unsigned systems;
-	uint32_t cross_cpu;
+	uint32_t flags; /* 1: B on another CPU; PP_READ */
 	uint32_t uflags; /* uepoll rows: uepoll_create2 options */
 	const char *pair;
 } pp_variants[] = {
@@ -60,6 +67,12 @@ static const struct pp_variant {
 	  UEPOLL_NOPOLL, "efd/cross-cpu" },
 	{ "pipe/same-cpu", SRC_PIPE, SYSM_KU, 0, 0, "" },
 	{ "pipe/cross-cpu", SRC_PIPE, SYSM_KU, 1, 0, "" },
+	/* No instance: each thread blocks in read(2) on its own eventfd
+	 * (uepoll_read on a ueventfd: MIRROR's sleep in eventfd.c). */
+	{ "efd-read/same-cpu", SRC_EFD, SYSM_KU, PP_READ, 0, "" },
+	{ "efd-read-nopoll/same-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL),
+	  PP_READ, 0, "efd-read/same-cpu" },
+	{ "efd-read/cross-cpu", SRC_EFD, SYSM_KU, PP_READ | 1, 0, "" },
 	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0, 0, "" },
 	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1, 0, "" },
 };
@@ -74,7 +87,7 @@ static int pp_cases(struct bcase *out, int max)
 		snprintf(out[n].variant, sizeof(out[n].variant), "%s",
 			 pp_variants[i].name);
 		out[n].src = pp_variants[i].src;
-		out[n].flags = pp_variants[i].cross_cpu;
+		out[n].flags = pp_variants[i].flags;
 		out[n].systems = pp_variants[i].systems;
 		out[n].uflags = pp_variants[i].uflags;
 		snprintf(out[n].pair, sizeof(out[n].pair), "%s",
@@ -131,6 +144,37 @@ static void *pp_b(void *arg)
 	return NULL;
 }
 
+/* PP_READ: a blocking read must bring exactly the one token. */
+static void pp_read_token(const struct pp *pp, const struct src *src)
+{
+	uint64_t v;
+	ssize_t r;
+
+	do
+		r = pp->s->read(src->rfd, &v, sizeof(v));
+	while (r < 0 && errno == EINTR);
+	if (r != sizeof(v))
+		die("%s: pingpong: blocking read: %s", pp->s->name,
+		    r < 0 ? strerror(errno) : "short");
+	if (v != 1)
+		die("%s: pingpong: read %llu tokens at once", pp->s->name,
+		    (unsigned long long)v);
+}
+
+static void *pp_rb(void *arg)
+{
+	struct pp *pp = arg;
+	long total = pp->rounds + WARMUP;
+
+	pin_self(pp->b_cpu);
+	for (long i = 0; i < total; i++) {
+		pp_read_token(pp, &pp->to_b);
+		src_signal(pp->s, &pp->to_a);
+		pp->b_handled++;
+	}
+	return NULL;
+}
+
 static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val)
 {
 	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, NULL, NULL, 0);
@@ -160,6 +204,7 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	struct meas me;
 	pthread_t tb;
 	bool fx = s->id == SYS_FUTEX;
+	bool rd = !fx && (c->flags & PP_READ);
 
 	pp.s = s;
 	pp.rounds = params_get(p, "rounds");
@@ -167,7 +212,20 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	if (!pp.h)
 		die("out of memory");
 	wd_target = (uint64_t)pp.rounds + WARMUP;
-	if (!fx) {
+	if (rd) {
+		/* Blocking eventfds, and no instance. */
+		int fl = EFD_CLOEXEC | (c->src == SRC_EFD_NOPOLL &&
+						s->id == SYS_UEPOLL
+					? UEVENTFD_NOPOLL
+					: 0);
+
+		pp.to_a.kind = pp.to_b.kind = c->src;
+		pp.to_a.rfd = pp.to_a.wfd = s->efd(0, fl);
+		pp.to_b.rfd = pp.to_b.wfd = s->efd(0, fl);
+		if (pp.to_a.rfd < 0 || pp.to_b.rfd < 0)
+			die("%s: eventfd: %s", s->name, strerror(errno));
+		pp.ep_a = pp.ep_b = -1;
+	} else if (!fx) {
 		src_open(s, c->src, &pp.to_a);
 		src_open(s, c->src, &pp.to_b);
 		pp.ep_a = sys_create(s, c);
@@ -184,8 +242,8 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	 * (a few us, or ~50 us when the host halted it), so each placement is
 	 * its own variant. */
 	pin_self(0);
-	pp.b_cpu = c->flags ? 1 : 0;
-	thread_start(&tb, fx ? pp_fb : pp_b, &pp);
+	pp.b_cpu = c->flags & 1 ? 1 : 0;
+	thread_start(&tb, fx ? pp_fb : rd ? pp_rb : pp_b, &pp);
 
 	for (long i = 0; i < pp.rounds + WARMUP; i++) {
 		uint64_t t0;
@@ -198,6 +256,9 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 			futex(&pp.turn, FUTEX_WAKE_PRIVATE, 1);
 			while (atomic_load(&pp.turn) != 0)
 				futex(&pp.turn, FUTEX_WAIT_PRIVATE, 1);
+		} else if (rd) {
+			src_signal(s, &pp.to_b);
+			pp_read_token(&pp, &pp.to_a);
 		} else {
 			src_signal(s, &pp.to_b);
 			pp_wait_token(&pp, pp.ep_a, &pp.to_a);
@@ -212,7 +273,7 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	if (pp.b_handled != (uint64_t)(pp.rounds + WARMUP))
 		fail(m, "B handled %llu tokens, A sent %ld",
 		     (unsigned long long)pp.b_handled, pp.rounds + WARMUP);
-	if (!fx && (src_drain(s, &pp.to_a) || src_drain(s, &pp.to_b)))
+	if (!fx && !rd && (src_drain(s, &pp.to_a) || src_drain(s, &pp.to_b)))
 		fail(m, "tokens left over after the last round (duplicated)");
 
 	m->v[M_EVENTS] = (double)pp.rounds;
@@ -220,7 +281,10 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	m->v[M_LAT_P50] = hist_pct_us(pp.h, 50);
 	m->v[M_LAT_P99] = hist_pct_us(pp.h, 99);
 
-	if (!fx) {
+	if (rd) {
+		s->close(pp.to_a.rfd);
+		s->close(pp.to_b.rfd);
+	} else if (!fx) {
 		src_close(s, &pp.to_a);
 		src_close(s, &pp.to_b);
 		s->close(pp.ep_a);
