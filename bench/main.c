@@ -18,6 +18,9 @@
 static const struct scenario *const scenarios[] = {
 	&sc_herd, &sc_oneshot_mt, &sc_loop, &sc_pingpong, &sc_pubsub,
 	&sc_accept, &sc_minwait, &sc_fork, &sc_nested,
+	/* The "real" group: unmodified programs, native vs uepoll-run. */
+	&sc_real_nginx, &sc_real_nginx_rate, &sc_real_redis,
+	&sc_real_memcached, &sc_real_node,
 };
 #define NSCEN (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -32,6 +35,9 @@ static void usage(FILE *f)
 	      "\n"
 	      "Runs each scenario on the kernel (epoll, eventfd, pipes) and on "
 	      "uepoll,\n"
+	      "(the real-* scenarios, group name \"real\": unmodified "
+	      "programs natively\n"
+	      "and under uepoll-run), "
 	      "interleaved rep by rep; prints one table per scenario (medians, "
 	      "[min-max]).\n"
 	      "  --quick       small sizes (a few seconds in total; a smoke "
@@ -164,6 +170,12 @@ int main(int argc, char **argv)
 				a);
 			usage(stderr);
 			return 2;
+		} else if (!strcmp(a, "real")) {
+			/* The group: every real-* scenario. */
+			for (int k = 0; k < NSCEN; k++)
+				if (!strncmp(scenarios[k]->name, "real-", 5) &&
+				    nsel < NSCEN)
+					sel[nsel++] = scenarios[k];
 		} else {
 			const struct scenario *sc = find(a);
 
