@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -157,10 +158,15 @@ static _Noreturn void real__exec(const char *const *argv, int fd)
 	int null = open("/dev/null", O_RDONLY);
 
 	setpgid(0, wd_pgid);
-	/* The rep's watchdog alarm and ignored SIGPIPE are not the
+	/* The rep's watchdog alarm, ignored SIGPIPE and handlers are not the
 	 * program's. */
 	signal(SIGALRM, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	/* Killed with the rep even if it dies by SIGKILL. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (null >= 0)
 		dup2(null, STDIN_FILENO);
 	dup2(fd, STDOUT_FILENO);
@@ -171,10 +177,25 @@ static _Noreturn void real__exec(const char *const *argv, int fd)
 	_exit(127);
 }
 
+/* A rep stopped from outside (ctest's timeout, ^C) takes its programs
+ * with it. */
+static void real__on_term(int sig)
+{
+	if (wd_pgid > 0)
+		kill(-wd_pgid, SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 static pid_t real__fork(const char *const *argv, int fd)
 {
 	pid_t pid;
 
+	if (!wd_pgid) {
+		signal(SIGTERM, real__on_term);
+		signal(SIGINT, real__on_term);
+		signal(SIGHUP, real__on_term);
+	}
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
@@ -507,6 +528,26 @@ const char *real_next_line(const char *l)
 {
 	l = strchr(l, '\n');
 	return l && l[1] ? l + 1 : NULL;
+}
+
+int real_nums(const char *l, long long *v, int n)
+{
+	int k = 0;
+
+	while (k < n) {
+		char *e;
+
+		while (*l == ' ' || *l == '\t')
+			l++;
+		if (*l == '\n' || !*l)
+			break;
+		v[k] = strtoll(l, &e, 10);
+		if (e == l)
+			break;
+		k++;
+		l = e;
+	}
+	return k;
 }
 
 const char *real_after(const char *text, const char *key)

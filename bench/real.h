@@ -89,6 +89,10 @@ char *real_slurp_file(const char *path, size_t *len);
 
 /* Per-line helpers on a program's text output. */
 const char *real_next_line(const char *l);
+/* Up to n integers from the start of line l (blank-separated, up to its
+ * end); returns how many.  Not sscanf: glibc's takes the length of the
+ * whole rest of the text on every call, quadratic over a large log. */
+int real_nums(const char *l, long long *v, int n);
 /* The text after `key` on the first line that holds it, or NULL. */
 const char *real_after(const char *text, const char *key);
 

@@ -245,14 +245,13 @@ static uint64_t ng__h2load(int port, const char *dir, const struct params *p,
 		return ok;
 	}
 	for (const char *l = text; l; l = real_next_line(l)) {
-		unsigned long long t0, us;
-		int code;
+		long long v[3]; /* start, status, us */
 
-		if (sscanf(l, "%llu %d %llu", &t0, &code, &us) != 3)
+		if (real_nums(l, v, 3) != 3)
 			continue;
-		if (code != 200)
-			fail(m, "h2load: a request got status %d", code);
-		hist_add(&h, us * 1000u);
+		if (v[1] != 200)
+			fail(m, "h2load: a request got status %lld", v[1]);
+		hist_add(&h, (uint64_t)(v[2] > 0 ? v[2] : 0) * 1000u);
 	}
 	free(text);
 	if (h.count != ok)
@@ -318,22 +317,23 @@ static void ng__run(const struct bcase *c, const struct params *p,
 	if (!text)
 		fail(m, "nginx wrote no access log");
 	for (const char *l = text; l; l = real_next_line(l)) {
-		int wpid, code, k;
+		long long v[2]; /* the worker's pid, the status */
+		int k;
 
-		if (sscanf(l, "%d %d", &wpid, &code) != 2)
+		if (real_nums(l, v, 2) != 2)
 			continue;
 		total++;
-		if (code != 200) {
-			fail(m, "nginx answered a request with %d", code);
+		if (v[1] != 200) {
+			fail(m, "nginx answered a request with %lld", v[1]);
 			continue;
 		}
-		for (k = 0; k < u0.nchild && u0.child[k] != wpid; k++)
+		for (k = 0; k < u0.nchild && u0.child[k] != v[0]; k++)
 			;
 		if (k < u0.nchild)
 			served[k]++;
 		else
-			fail(m, "a request served by pid %d, not a worker",
-			     wpid);
+			fail(m, "a request served by pid %lld, not a worker",
+			     v[0]);
 	}
 	free(text);
 	real_rmtree(dir);
