@@ -35,9 +35,6 @@ static void usage(FILE *f)
 	      "\n"
 	      "Runs each scenario on the kernel (epoll, eventfd, pipes) and on "
 	      "uepoll,\n"
-	      "(the real-* scenarios, group name \"real\": unmodified "
-	      "programs natively\n"
-	      "and under uepoll-run), "
 	      "interleaved rep by rep; prints one table per scenario (medians, "
 	      "[min-max]).\n"
 	      "  --quick       small sizes (a few seconds in total; a smoke "
@@ -52,6 +49,11 @@ static void usage(FILE *f)
 	      "  --set K=V     override a scenario parameter (e.g. --set "
 	      "W=50)\n"
 	      "  --timeout S   watchdog limit per rep (default 120, quick 60)\n"
+	      "SCENARIO \"real\" is the group of real-* scenarios: unmodified "
+	      "programs\n"
+	      "(nginx, redis, memcached, Node.js) natively and under "
+	      "uepoll-run; a row\n"
+	      "whose programs are missing is SKIPPED.\n"
 	      "Exit status: 0 all correct, 1 a rep lost/duplicated events or "
 	      "hung, 2 usage.\n",
 	      f);
