@@ -9,7 +9,7 @@
 # build-bench/results/<UTC time>/{tables.md,results.json,report.md,*.png}
 # (build-bench/results/latest points to the last run).
 #
-#   scripts/bench.sh                 # the full suite (about 20 min on 2 cores),
+#   scripts/bench.sh                 # the full suite (about 30 min on 2 cores),
 #                                    # the real programs (group "real") included,
 #                                    # then the preload's pipe cost (issue 20)
 #   scripts/bench.sh --quick         # the smoke-test sizes (a few seconds)
