@@ -106,6 +106,11 @@ enum metric {
 	M_CPU_OTHER,
 	M_TIMER_CTX_PER_S,
 	M_WRITES_PER_EVENT,
+	/* Real programs (sc_real_*.c): an op is one request a client got
+	 * answered (servers) or one message received (Node.js). */
+	M_OPS_PER_S,
+	M_CPU_US_PER_OP,
+	M_CTX_PER_OP,
 	M_COUNT
 };
 
@@ -137,6 +142,9 @@ struct bcase {
 	/* The kernel variant the uepoll/kernel ratio compares with; empty:
 	 * the same variant. */
 	char pair[48];
+	/* Non-empty: the row cannot run here (a program is missing...); it is
+	 * reported as SKIPPED with this reason, never run, never failed. */
+	char skip[96];
 };
 
 #define MAX_CASES 24
@@ -157,6 +165,9 @@ struct scenario {
 
 extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
 	sc_pubsub, sc_accept, sc_minwait, sc_fork, sc_nested;
+/* Real programs (the "real" group): sc_real_*.c. */
+extern const struct scenario sc_real_nginx, sc_real_nginx_rate,
+	sc_real_redis, sc_real_memcached, sc_real_node;
 
 /* ---- measurement helpers (common.c) ------------------------------------- */
 
@@ -187,6 +198,9 @@ _Noreturn void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Watchdog: a progress counter and its target, printed if the rep hangs. */
 extern _Atomic uint64_t wd_done;
+/* In a rep's child: a process group of programs the rep started (0: none);
+ * die() and the watchdog kill it, so no server outlives a failed rep. */
+extern pid_t wd_pgid;
 extern uint64_t wd_target;
 extern const char *wd_what;
 void watchdog_arm(unsigned seconds, const char *what);
@@ -227,6 +241,7 @@ struct row {
 	struct bcase c;
 	struct params p;
 	int nreps;
+	bool skipped; /* c.skip says why */
 	double rep[MAX_REPS][M_COUNT];
 	double med[M_COUNT], min[M_COUNT], max[M_COUNT];
 	int failed;

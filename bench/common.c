@@ -229,6 +229,10 @@ const struct metric_info metric_info[M_COUNT] = {
 	/* Context switches of uepoll's timer thread per second (pubsub). */
 	[M_TIMER_CTX_PER_S] = { "timer_ctx_per_s", 0, true },
 	[M_WRITES_PER_EVENT] = { "writes_per_event", 1, true },
+	[M_OPS_PER_S] = { "ops_per_s", 0, false },
+	/* Of the server's processes (all threads), or Node.js's. */
+	[M_CPU_US_PER_OP] = { "cpu_us_per_op", 2, true },
+	[M_CTX_PER_OP] = { "ctx_per_op", 3, true },
 };
 
 void metrics_init(struct metrics *m)
@@ -350,6 +354,8 @@ void die(const char *fmt, ...)
 	fprintf(stderr, "uepoll-bench: error: %s\n", buf);
 	fflush(stderr);
 	send_failure(buf);
+	if (wd_pgid > 0)
+		kill(-wd_pgid, SIGKILL);
 	_exit(2);
 }
 
@@ -357,6 +363,7 @@ void die(const char *fmt, ...)
 
 _Atomic uint64_t wd_done;
 uint64_t wd_target;
+pid_t wd_pgid;
 const char *wd_what = "";
 static unsigned wd_seconds;
 
@@ -379,6 +386,8 @@ static void wd_fire(int sig)
 		buf[n - 1] = 0;
 		send_failure(buf + strlen("uepoll-bench: "));
 	}
+	if (wd_pgid > 0)
+		kill(-wd_pgid, SIGKILL);
 	_exit(3);
 }
 

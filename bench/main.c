@@ -18,6 +18,9 @@
 static const struct scenario *const scenarios[] = {
 	&sc_herd, &sc_oneshot_mt, &sc_loop, &sc_pingpong, &sc_pubsub,
 	&sc_accept, &sc_minwait, &sc_fork, &sc_nested,
+	/* The "real" group: unmodified programs, native vs uepoll-run. */
+	&sc_real_nginx, &sc_real_nginx_rate, &sc_real_redis,
+	&sc_real_memcached, &sc_real_node,
 };
 #define NSCEN (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -46,6 +49,11 @@ static void usage(FILE *f)
 	      "  --set K=V     override a scenario parameter (e.g. --set "
 	      "W=50)\n"
 	      "  --timeout S   watchdog limit per rep (default 120, quick 60)\n"
+	      "SCENARIO \"real\" is the group of real-* scenarios: unmodified "
+	      "programs\n"
+	      "(nginx, redis, memcached, Node.js) natively and under "
+	      "uepoll-run; a row\n"
+	      "whose programs are missing is SKIPPED.\n"
 	      "Exit status: 0 all correct, 1 a rep lost/duplicated events or "
 	      "hung, 2 usage.\n",
 	      f);
@@ -164,6 +172,12 @@ int main(int argc, char **argv)
 				a);
 			usage(stderr);
 			return 2;
+		} else if (!strcmp(a, "real")) {
+			/* The group: every real-* scenario. */
+			for (int k = 0; k < NSCEN; k++)
+				if (!strncmp(scenarios[k]->name, "real-", 5) &&
+				    nsel < NSCEN)
+					sel[nsel++] = scenarios[k];
 		} else {
 			const struct scenario *sc = find(a);
 

@@ -147,7 +147,15 @@ void report_table(FILE *f, const struct scenario *sc, const struct row *rows,
 		if (r->sc != sc)
 			continue;
 		fprintf(f, "| %s | %s | ", r->sys->name, r->c.variant);
-		if (r->failed && isnan(r->med[h])) {
+		if (r->skipped) {
+			fprintf(f, "SKIPPED: %s | - |", r->c.skip);
+			for (int m = 0; m < M_COUNT; m++)
+				if (m != (int)h &&
+				    metric_used(sc, rows, nrows, m))
+					fputs(" - |", f);
+			fputc('\n', f);
+			continue;
+		} else if (r->failed && isnan(r->med[h])) {
 			fputs("FAILED", f);
 		} else {
 			put_val(f, h, r->med[h]);
@@ -237,8 +245,14 @@ int report_json(const char *path, const struct machine *mc,
 		json_str(f, r->c.variant);
 		fputs(", \"headline\": ", f);
 		json_str(f, metric_info[r->sc->headline].name);
-		fprintf(f, ", \"reps\": %d, \"ok\": %s, \"params\": {",
-			r->nreps, r->failed ? "false" : "true");
+		fprintf(f, ", \"reps\": %d, \"ok\": %s, ", r->nreps,
+			r->failed ? "false" : "true");
+		if (r->skipped) {
+			fputs("\"skipped\": ", f);
+			json_str(f, r->c.skip);
+			fputs(", ", f);
+		}
+		fputs("\"params\": {", f);
 		for (int p = 0; p < r->p.n; p++)
 			fprintf(f, "%s\"%s\": %ld", p ? ", " : "", r->p.name[p],
 				r->p.val[p]);

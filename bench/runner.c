@@ -182,6 +182,13 @@ int run_suite(const struct scenario *const *scs, int nsc,
 				r->sys = sys_get((enum sys_id)sy);
 				r->c = cases[ci];
 				r->p = p;
+				r->skipped = cases[ci].skip[0] != 0;
+				if (r->skipped)
+					fprintf(stderr,
+						"uepoll-bench: %s %s %s: SKIPPED: "
+						"%s\n",
+						sc->name, r->sys->name,
+						r->c.variant, r->c.skip);
 			}
 		}
 
@@ -198,6 +205,8 @@ int run_suite(const struct scenario *const *scs, int nsc,
 				char hv[32];
 				int ok;
 
+				if (r->skipped)
+					continue;
 				fprintf(stderr,
 					"[%s rep %d/%d, row %d/%d] %-26s %-7s ...",
 					sc->name, rep + 1, reps, k + 1, nr,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh BUILD_DIR [REPS] - the preload's benchmark (issue 20): what a
+# bench.sh BUILD_DIR [REPS] [pipe] - the preload's benchmark (issue 20): what a
 # program pays for it, and real servers native vs preloaded.  Prints one
 # Markdown table; medians of REPS (default 5) runs (the pipe row: the
 # minimum of 4*REPS), native and preloaded runs interleaved.  Use a Release build.  Rows:
@@ -10,10 +10,14 @@
 #             preloaded with the policies off, with --roundrobin and with
 #             --min-wait-us 200.
 # A server whose packages are missing is left out (scripts/deps.sh
-# nginx-light redis-server redis-tools wrk installs them).
+# nginx-light redis-server redis-tools wrk installs them).  With "pipe", the
+# pipe row only: uepoll-bench's real group (`uepoll-bench run real`, issue
+# 22) measures the servers, with more rows and checks; scripts/bench.sh
+# runs that, then this with "pipe".
 set -u
 build=${1:?usage: bench.sh BUILD_DIR [REPS]}
 reps=${2:-5}
+only=${3:-}
 run=$build/preload/uepoll-run
 cost=$build/preload/bench/pipe_cost
 tmp=$(mktemp -d)
@@ -39,6 +43,8 @@ for r in $(seq $((4 * reps))); do
 done
 a=$(sort -g "$tmp/pipe.n" | head -1) b=$(sort -g "$tmp/pipe.p" | head -1)
 echo "| pipe read/write, ns per call, min of $((4 * reps)) (lower is better) | $a | $b | $(ratio "$a" "$b") |"
+
+[ "$only" = pipe ] && exit 0
 
 if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
 	redis_once() { # $1: launcher or ""; appends "set get p99set p99get"
