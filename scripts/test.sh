@@ -15,7 +15,7 @@ scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin l
 # The real programs: the preload's server tests and bench_quick's real group
 # (skipped, not failed, where they are missing).
 scripts/deps.sh nginx-light curl redis-server redis-tools memcached nodejs nghttp2-client ||
-	echo "test.sh: some real programs could not be installed: their tests skip
+	echo "test.sh: some real programs could not be installed: their tests skip"
 
 jobs=$(nproc)
 only=${UEPOLL_TEST_ONLY:-}
