@@ -232,6 +232,8 @@ pid_t real_start(const struct bcase *c, const char *const *argv,
 			av[n++] = "--coalesce";
 			av[n++] = REAL_COALESCE_SPEC;
 		}
+		if (c->flags == REAL_NOPOLL)
+			av[n++] = "--nopoll";
 		av[n++] = "--";
 	}
 	av[n++] = prog;

@@ -22,6 +22,7 @@ enum real_pol {
 	REAL_RR,         /* uepoll-run --roundrobin */
 	REAL_MINWAIT,    /* uepoll-run --min-wait-us REAL_MINWAIT_US */
 	REAL_COALESCE,   /* uepoll-run --coalesce REAL_COALESCE_SPEC */
+	REAL_NOPOLL,     /* uepoll-run --nopoll */
 };
 
 #define REAL_MINWAIT_US "200"

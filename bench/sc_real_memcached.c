@@ -40,13 +40,15 @@ static void mc_size(bool quick, struct params *p, int *reps)
 
 static int mc_cases(struct bcase *out, int max)
 {
-	if (max < 3)
+	if (max < 4)
 		return 0;
 	real_case(&out[0], "short-conns", "", REAL_NATIVE, mc_progs);
 	real_case(&out[1], "short-conns", "", REAL_OFF, mc_progs);
 	real_case(&out[2], "short-conns minwait" REAL_MINWAIT_US,
 		  "short-conns", REAL_MINWAIT, mc_progs);
-	return 3;
+	real_case(&out[3], "short-conns nopoll", "short-conns", REAL_NOPOLL,
+		  mc_progs);
+	return 4;
 }
 
 struct mc_client {

@@ -6,8 +6,11 @@
  * in flight between the main thread and each of `workers` workers for
  * duration_ms.  window=1 is a ping-pong (every message wakes a sleeping
  * loop), window=64 a stream.  Natively, under uepoll-run with the policies
- * off, and with eventfd coalescing (--coalesce 50: a sleeper is woken at
- * most once per 50 us however many writes land).
+ * off, with eventfd coalescing (--coalesce 50: a sleeper is woken at
+ * most once per 50 us however many writes land), and with --nopoll (eventfds
+ * and instances without exact readiness until something polls them: no
+ * system call per message while the other loop is awake, a futex sleep for
+ * a loop whose instance holds only eventfds).
  * Metrics: ops_per_s = messages answered per second, cpu_us_per_op and
  * ctx_per_op of the whole Node.js process, as the script measures them
  * (process.cpuUsage, process.resourceUsage) around the exchange.
@@ -39,7 +42,7 @@ static int nd_cases(struct bcase *out, int max)
 	static const char *const shape[] = { "window=1", "window=64" };
 	int n = 0;
 
-	for (int i = 0; i < 2 && n + 3 <= max; i++) {
+	for (int i = 0; i < 2 && n + 4 <= max; i++) {
 		char v[48];
 
 		real_case(&out[n++], shape[i], "", REAL_NATIVE, nd_progs);
@@ -47,6 +50,8 @@ static int nd_cases(struct bcase *out, int max)
 		snprintf(v, sizeof(v), "%s coalesce" REAL_COALESCE_SPEC,
 			 shape[i]);
 		real_case(&out[n++], v, shape[i], REAL_COALESCE, nd_progs);
+		snprintf(v, sizeof(v), "%s nopoll", shape[i]);
+		real_case(&out[n++], v, shape[i], REAL_NOPOLL, nd_progs);
 	}
 	/* The script is the bench's own (preload/bench/): not a program. */
 	for (int i = 0; i < n; i++)
