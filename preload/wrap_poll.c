@@ -23,6 +23,13 @@
 
 #include "preload.h"
 
+/* glibc declares poll's and ppoll's array write-only (access attribute): the
+ * kernel fills revents.  The wrappers read the fds the caller filled in,
+ * which GCC then takes for a read of uninitialised memory. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 /* glibc's _FORTIFY_SOURCE entry points (declared only under fortify). */
 int __poll_chk(struct pollfd *pfd, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
