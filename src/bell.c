@@ -133,8 +133,7 @@
  *    round and sleep in the kernel epoll.
  *  - A nap always carries a timeout (sys_futex_nap): a signal handler then
  *    ends it with EINTR as it ends epoll_wait.  Cancelled in the nap, the
- *    wait runs bell_nap_end.  The ThreadSanitizer build never naps
- *    (sys_naps).
+ *    wait runs bell_nap_end.
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
  * time; a kernel fd added while they nap).
  *

@@ -367,15 +367,6 @@ int sys_futex_nap(_Atomic uint32_t *addr, uint32_t val, int64_t until_ns)
 	return (int)sys__ret(r);
 }
 
-bool sys_naps(void)
-{
-#ifdef SYS__TSAN
-	return false;
-#else
-	return true;
-#endif
-}
-
 void sys_futex_wake(_Atomic uint32_t *addr, int n)
 {
 	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);

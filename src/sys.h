@@ -62,10 +62,9 @@ void sys_futex_wake(_Atomic uint32_t *addr, int n);
  * a signal handler ran (-EINTR, whatever its SA_RESTART says: as
  * epoll_wait).  A cancellation point. */
 int sys_futex_nap(_Atomic uint32_t *addr, uint32_t val, int64_t until_ns);
-/* May a wait sleep on a futex (sys_futex_nap)?  Not in the ThreadSanitizer
- * build, whose signal handlers run late outside the calls it intercepts
- * (THREADSANITIZER in sys.c): there every sleep stays in epoll_wait. */
-bool sys_naps(void);
+/* (In the ThreadSanitizer build, as for sys_futex_sleep, a handler that
+ * ends the nap runs when the thread next enters a call the runtime
+ * intercepts: THREADSANITIZER in sys.c.) */
 /* ppoll(2): sleeps until an fd is ready, the timeout passes (0; NULL:
  * never) or a signal handler runs (-EINTR); sigmask applied atomically.  A
  * cancellation point. */

@@ -299,8 +299,7 @@ static void wait__unnap(void *arg)
 static bool wait__may_nap(struct port *p, const sigset_t *sigmask)
 {
 	return !sigmask && bell_nopoll(&p->bell) && !bell_watched(&p->bell) &&
-	       atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0 &&
-	       sys_naps();
+	       atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0;
 }
 
 /* The nap (NAP): 1 it napped (*r: 0 or -EINTR), 0 items are queued, -1 the

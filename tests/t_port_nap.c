@@ -27,8 +27,6 @@
  *  (i) stress: three waiters (one with a sigmask, so naps and epoll sleeps
  *      mix) and two writers on one instance; every unit written is read
  *      and the waiters end.
- * The ThreadSanitizer build never naps (sys_naps): there the cases check
- * only that every wait is woken.
  */
 #include "testlib.h"
 #include "libcwrap.h"
@@ -41,12 +39,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#ifdef T_TSAN
-#define NAPS 0
-#else
-#define NAPS 1
-#endif
-
 static bool in_epoll(int nr)
 {
 	return nr == SYS_epoll_pwait || nr == SYS_epoll_wait
@@ -56,10 +48,10 @@ static bool in_epoll(int nr)
 		;
 }
 
-/* Where a napping waiter should be found: futex, or epoll under TSan. */
+/* Where a napping waiter is found. */
 static bool in_nap(int nr)
 {
-	return NAPS ? nr == SYS_futex : in_epoll(nr);
+	return nr == SYS_futex;
 }
 
 struct waiter {
@@ -150,10 +142,8 @@ static void case_handoff(void)
 	calls = wrap_take_show();
 	wrap_take(-1);
 	wrap_disarm();
-	if (NAPS) {
-		/* The write, then one FUTEX_WAKE; nothing else. */
-		CHECK_EQ(calls, 1);
-	}
+	/* The write, then one FUTEX_WAKE; nothing else. */
+	CHECK_EQ(calls, 1);
 	waiter_join(&w);
 	CHECK_EQ(w.r, 1);
 	CHECK_EQ(w.ev[0].data.u64, 7);
