@@ -135,7 +135,7 @@
  *    ends it with EINTR as it ends epoll_wait.  Cancelled in the nap, the
  *    wait runs bell_nap_end.
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
- * time; a kernel fd added while they nap).
+ * time; a kernel fd added, or NOPOLL ended, while they nap).
  *
  * UNNOPOLL.  NOPOLL may end while the instance is in use: the preload layer
  * creates instances with it when asked (UEPOLL_NOPOLL=1) and ends it when it
@@ -247,9 +247,7 @@ int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns)
 void bell_nap_end(struct bell *b, struct readyq *q, bool pass)
 {
 	/* Uncounted first, then `set` given back (NAP): a ring that saw us
-	 * counted exchanged `set` before this store.  `sleepers` before
-	 * `nappers`: bell__nap_ring loads them the other way round, so it
-	 * never takes a leaving napper for a thread in the kernel epoll. */
+	 * counted exchanged `set` before this store. */
 	atomic_fetch_sub(&b->sleepers, 1);
 	atomic_fetch_sub(&b->nappers, 1);
 	atomic_store(&b->set, 0);

@@ -236,8 +236,8 @@ void bell_settle(struct bell *b, bool slept, bool fair);
  * (*seq: the word's value to nap on; the caller then checks that the
  * instance still has no kernel fd, and calls bell_nap_end either way; pass:
  * it leaves without collecting, EINTR or cancelled), 0
- * items are queued, -1 it must sleep in the kernel epoll (watched); not
- * counted then.  bell_nap sleeps (sys_futex_nap's results).  bell_unnap
+ * items are queued, -1 it must sleep in the kernel epoll (watched, or
+ * NOPOLL ended); not counted then.  bell_nap sleeps (sys_futex_nap's results).  bell_unnap
  * wakes every napper (after a seq_cst RMW that makes naps wrong: a kernel
  * fd counted in nkernel, a watcher counted, a demotion begun). */
 int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq);
