@@ -24,6 +24,8 @@
  *  (k) naps and sigmask waits in turn on one instance are all woken;
  *  (l) a NOPOLL instance and ueventfd put into a kernel epoll become exact
  *      at once (UNNOPOLL), a napper included;
+ *  (m) a fork while a thread naps moves it into the kernel epoll, and a
+ *      write after the fork wakes it;
  *  (i) stress: three waiters (one with a sigmask, so naps and epoll sleeps
  *      mix) and two writers on one instance; every unit written is read
  *      and the waiters end.
@@ -37,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static bool in_epoll(int nr)
@@ -503,6 +506,34 @@ static void case_polled(void)
 	uepoll_close(ep);
 }
 
+/* (m) fork while a thread naps: the fork shares the instance's kernel epoll
+ * with the child (nkernel raised: fork_prepare) and demotes the ueventfd
+ * into a kernel registration, so the napper moves into the kernel epoll,
+ * and a write after the fork still wakes it. */
+static void case_fork(void)
+{
+	struct waiter w;
+	pid_t pid;
+	int ep, e, st;
+
+	fprintf(stderr, "-- fork\n");
+	ep = nopoll_instance();
+	e = add_efd(ep, 13);
+	CHECK(in_nap(waiter_start(&w, ep, -1, NULL)));
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(in_epoll(t_blocked_in(atomic_load(&w.tid), 5000)));
+	put(e);
+	waiter_join(&w);
+	CHECK_EQ(w.r, 1);
+	CHECK_EQ(w.ev[0].data.u64, 13);
+	uepoll_close(e);
+	uepoll_close(ep);
+}
+
 /* (i) */
 #define NWRITERS 2
 #define NWAITERS 3
@@ -598,6 +629,7 @@ int main(void)
 	case_stale();
 	case_mixed();
 	case_polled();
+	case_fork();
 	case_stress();
 	return t_end();
 }
