@@ -787,9 +787,15 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 	if (reserved)
 		timer_unreserve();
 	/* A new setting ends the wakeup held under the old one (early is
-	 * always within the bound), and shows the writes it held. */
-	if (set)
+	 * always within the bound), and shows the writes it held.  A run of
+	 * the timer already in progress may have taken them out of `held`
+	 * and not yet added them to the counter (uefd__show): wait for it,
+	 * so that every write held before this call is in the counter when
+	 * it returns (t_soak drains right after setting a ueventfd plain). */
+	if (set) {
 		uefd__flush(e);
+		timer_wait_idle(&e->co_timer);
+	}
 	if (old)
 		*old = o;
 	return 0;
