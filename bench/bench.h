@@ -169,6 +169,17 @@ extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
 extern const struct scenario sc_real_nginx, sc_real_nginx_rate,
 	sc_real_redis, sc_real_memcached, sc_real_node;
 
+/* ---- a client's text output (common.c): wrk's, redis-benchmark's... ---- */
+
+/* The line after l's, NULL at the end of the text. */
+const char *text_next_line(const char *l);
+/* The value after `key` at the start of a line (after blanks, and the
+ * blanks after it), or NULL. */
+const char *text_field(const char *text, const char *key);
+/* wrk's latency ("123.45us", "1.20ms", "2.00s") in microseconds; NaN if
+ * it is not one. */
+double wrk_latency_us(const char *s);
+
 /* ---- measurement helpers (common.c) ------------------------------------- */
 
 uint64_t now_ns(void);

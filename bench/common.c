@@ -447,3 +447,42 @@ int pin_self(int n)
 	}
 	return count;
 }
+
+/* ---- a client's text output ---------------------------------------------- */
+
+const char *text_next_line(const char *l)
+{
+	l = strchr(l, '\n');
+	return l && l[1] ? l + 1 : NULL;
+}
+
+const char *text_field(const char *text, const char *key)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l; l = text_next_line(l)) {
+		const char *p = l + strspn(l, " \t");
+
+		if (!strncmp(p, key, kl))
+			return p + kl + strspn(p + kl, " \t");
+	}
+	return NULL;
+}
+
+double wrk_latency_us(const char *s)
+{
+	char *e;
+	double v = strtod(s, &e);
+
+	if (e == s)
+		return NAN;
+	if (!strncmp(e, "us", 2))
+		return v;
+	if (!strncmp(e, "ms", 2))
+		return v * 1e3;
+	if (*e == 's')
+		return v * 1e6;
+	if (*e == 'm')
+		return v * 60e6;
+	return NAN;
+}

@@ -526,12 +526,6 @@ ssize_t real_ask(int port, const char *req, const char *end, char *reply,
 
 /* ---- text ------------------------------------------------------------------ */
 
-const char *real_next_line(const char *l)
-{
-	l = strchr(l, '\n');
-	return l && l[1] ? l + 1 : NULL;
-}
-
 int real_nums(const char *l, long long *v, int n)
 {
 	int k = 0;

@@ -88,8 +88,8 @@ void real_rmtree(const char *dir);
 /* A whole file, NUL-terminated (free it); NULL if it cannot be read. */
 char *real_slurp_file(const char *path, size_t *len);
 
-/* Per-line helpers on a program's text output. */
-const char *real_next_line(const char *l);
+/* Per-line helpers on a program's text output (and text_next_line,
+ * text_field in bench.h). */
 /* Up to n integers from the start of line l (blank-separated, up to its
  * end); returns how many.  Not sscanf: glibc's takes the length of the
  * whole rest of the text on every call, quadratic over a large log. */

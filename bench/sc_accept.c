@@ -172,46 +172,6 @@ static bool slurp(int fd, char *buf, size_t n, bool line, int timeout_ms)
 	return true;
 }
 
-/* wrk's latency ("123.45us", "1.20ms", "2.00s") in microseconds. */
-static double wrk_us(const char *s)
-{
-	char *e;
-	double v = strtod(s, &e);
-
-	if (e == s)
-		return NAN;
-	if (!strncmp(e, "us", 2))
-		return v;
-	if (!strncmp(e, "ms", 2))
-		return v * 1e3;
-	if (*e == 's')
-		return v * 1e6;
-	if (!strncmp(e, "m", 1))
-		return v * 60e6;
-	return NAN;
-}
-
-/* The line after l's, NULL at the end of the text. */
-static const char *next_line(const char *l)
-{
-	l = strchr(l, '\n');
-	return l && l[1] ? l + 1 : NULL;
-}
-
-/* The value after `key` at the start of a line (after blanks), or NULL. */
-static const char *wrk_field(const char *out, const char *key)
-{
-	size_t kl = strlen(key);
-
-	for (const char *l = out; l; l = next_line(l)) {
-		const char *p = l + strspn(l, " \t");
-
-		if (!strncmp(p, key, kl))
-			return p + kl + strspn(p + kl, " \t");
-	}
-	return NULL;
-}
-
 static void ac_run(const struct sys *s, const struct bcase *c,
 		   const struct params *p, struct metrics *m)
 {
@@ -300,7 +260,7 @@ static void ac_run(const struct sys *s, const struct bcase *c,
 			(double)ru.ru_stime.tv_usec / 1e6;
 	m->v[M_CTX] = (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
 
-	for (const char *l = sout; l; l = next_line(l)) {
+	for (const char *l = sout; l; l = text_next_line(l)) {
 		unsigned long long a, r;
 		int id;
 
@@ -316,18 +276,18 @@ static void ac_run(const struct sys *s, const struct bcase *c,
 		     workers);
 	m->v[M_JAIN] = stat_jain(acc, nw);
 
-	for (const char *l = wout; l; l = next_line(l)) {
+	for (const char *l = wout; l; l = text_next_line(l)) {
 		unsigned long long n;
 
 		if (sscanf(l, " %llu requests in", &n) == 1)
 			wreq = n;
 	}
-	if ((f = wrk_field(wout, "Requests/sec:")))
+	if ((f = text_field(wout, "Requests/sec:")))
 		m->v[M_EVENTS_PER_S] = strtod(f, NULL);
-	if ((f = wrk_field(wout, "50%")))
-		m->v[M_LAT_P50] = wrk_us(f);
-	if ((f = wrk_field(wout, "99%")))
-		m->v[M_LAT_P99] = wrk_us(f);
+	if ((f = text_field(wout, "50%")))
+		m->v[M_LAT_P50] = wrk_latency_us(f);
+	if ((f = text_field(wout, "99%")))
+		m->v[M_LAT_P99] = wrk_latency_us(f);
 	m->v[M_EVENTS] = (double)wreq;
 	if (!wreq)
 		fail(m, "wrk completed no request: %.160s", wout);

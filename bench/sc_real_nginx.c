@@ -114,25 +114,6 @@ static void ng__conf(const char *dir, int port, long workers, bool reuseport)
 	fclose(f);
 }
 
-/* wrk's latency ("123.45us", "1.20ms", "2.00s") in microseconds. */
-static double ng__wrk_us(const char *s)
-{
-	char *e;
-	double v = strtod(s, &e);
-
-	if (e == s)
-		return NAN;
-	if (!strncmp(e, "us", 2))
-		return v;
-	if (!strncmp(e, "ms", 2))
-		return v * 1e3;
-	if (*e == 's')
-		return v * 1e6;
-	if (*e == 'm')
-		return v * 60e6;
-	return NAN;
-}
-
 /* wrk's run: fills the metrics; returns the requests it completed. */
 static uint64_t ng__wrk(int port, const struct params *p, struct metrics *m)
 {
@@ -158,7 +139,7 @@ static uint64_t ng__wrk(int port, const struct params *p, struct metrics *m)
 	}
 	/* "  123456 requests in 5.00s, ..." (%n: the whole pattern matched,
 	 * not just the number of "  2 threads and 64 connections"). */
-	for (const char *l = out; l; l = real_next_line(l)) {
+	for (const char *l = out; l; l = text_next_line(l)) {
 		int end = 0;
 
 		if (sscanf(l, " %llu requests in%n", &req, &end) == 1 && end)
@@ -167,14 +148,10 @@ static uint64_t ng__wrk(int port, const struct params *p, struct metrics *m)
 	}
 	if ((f = real_after(out, "Requests/sec:")))
 		m->v[M_OPS_PER_S] = strtod(f, NULL);
-	for (const char *l = out; l; l = real_next_line(l)) {
-		const char *s = l + strspn(l, " \t");
-
-		if (!strncmp(s, "50%", 3))
-			m->v[M_LAT_P50] = ng__wrk_us(s + 3 + strspn(s + 3, " \t"));
-		else if (!strncmp(s, "99%", 3))
-			m->v[M_LAT_P99] = ng__wrk_us(s + 3 + strspn(s + 3, " \t"));
-	}
+	if ((f = text_field(out, "50%")))
+		m->v[M_LAT_P50] = wrk_latency_us(f);
+	if ((f = text_field(out, "99%")))
+		m->v[M_LAT_P99] = wrk_latency_us(f);
 	/* Any error wrk saw is a FAIL: a server that drops, resets or
 	 * answers wrongly is not faster. */
 	if ((f = real_after(out, "Non-2xx or 3xx responses:")))
@@ -244,7 +221,7 @@ static uint64_t ng__h2load(int port, const char *dir, const struct params *p,
 		fail(m, "h2load wrote no log");
 		return ok;
 	}
-	for (const char *l = text; l; l = real_next_line(l)) {
+	for (const char *l = text; l; l = text_next_line(l)) {
 		long long v[3]; /* start, status, us */
 
 		if (real_nums(l, v, 3) != 3)
@@ -316,7 +293,7 @@ static void ng__run(const struct bcase *c, const struct params *p,
 	text = real_slurp_file(path, NULL);
 	if (!text)
 		fail(m, "nginx wrote no access log");
-	for (const char *l = text; l; l = real_next_line(l)) {
+	for (const char *l = text; l; l = text_next_line(l)) {
 		long long v[2]; /* the worker's pid, the status */
 		int k;
 

@@ -98,7 +98,7 @@ static void nd_run(const struct sys *s, const struct bcase *c,
 	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 		fail(m, "node ended with status 0x%x: %.160s", st, out);
 	for (l = out; l && strncmp(l, "ok ", 3) && strncmp(l, "bad ", 4);
-	     l = real_next_line(l))
+	     l = text_next_line(l))
 		;
 	if (!l || strncmp(l, "ok ", 3) ||
 	    sscanf(l, "ok msgs=%llu secs=%lf cpu_us=%llu ctx=%llu", &msgs,

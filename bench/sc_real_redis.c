@@ -118,7 +118,7 @@ static void rd_run(const struct sys *s, const struct bcase *c,
 	/* "test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms",
 	 * "p95_latency_ms","p99_latency_ms","max_latency_ms" */
 	for (l = out; l && strncmp(l, test, strlen(test));
-	     l = real_next_line(l))
+	     l = text_next_line(l))
 		;
 	if (!l) {
 		fail(m, "redis-benchmark reported no %s test: %.160s", test,
