@@ -119,7 +119,7 @@ static void uefd__timer_fn(struct timer *t);
 /* The coalescing delay in ns (the HOLD bit masked off). */
 static uint64_t uefd__delay_ns(struct uefd *e)
 {
-	return (uint64_t)(atomic_load_explicit(&e->co_delay_us,
+	return (uint64_t)(atomic_load_explicit(&e->sh->co_delay_us,
 					       memory_order_relaxed) &
 			  ~UEFD_HOLD_BIT) *
 	       1000u;
@@ -227,7 +227,7 @@ static void uefd__default_delay(struct uefd *e, uint32_t delay_us)
 		e->co_reserved = true;
 	else
 		delay_us = 0;
-	atomic_init(&e->co_delay_us, delay_us);
+	atomic_init(&e->sh->co_delay_us, delay_us);
 }
 
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
@@ -246,8 +246,14 @@ int uefd_create(unsigned int initval, int flags)
 	if (!o)
 		return -ENOMEM;
 	e = (struct uefd *)o;
+	e->sh = shm_alloc();
+	if (!e->sh) {
+		uobj_free(o);
+		return -ENOMEM;
+	}
 	fd = sys_eventfd(initval ? 1 : 0, flags & ~UEVENTFD_NOPOLL);
 	if (fd < 0) {
+		shm_free(e->sh);
 		uobj_free(o);
 		return fd;
 	}
@@ -257,22 +263,22 @@ int uefd_create(unsigned int initval, int flags)
 		goto err_fd;
 	}
 	uefd__probe_long_write(o->kfd);
-	atomic_init(&e->count, initval);
-	atomic_init(&e->kunits, initval ? 1 : 0);
+	atomic_init(&e->sh->count, initval);
+	atomic_init(&e->sh->kunits, initval ? 1 : 0);
 	e->semaphore = flags & EFD_SEMAPHORE;
-	atomic_init(&e->nonblock, (flags & EFD_NONBLOCK) != 0);
-	atomic_init(&e->nopoll, (flags & UEVENTFD_NOPOLL) != 0);
-	atomic_init(&e->wseq, 0);
-	atomic_init(&e->wwaiters, 0);
-	atomic_init(&e->empty_reads, 1); /* no successful read yet */
+	atomic_init(&e->sh->nonblock, (flags & EFD_NONBLOCK) != 0);
+	atomic_init(&e->sh->nopoll, (flags & UEVENTFD_NOPOLL) != 0);
+	atomic_init(&e->sh->wseq, 0);
+	atomic_init(&e->sh->wwaiters, 0);
+	atomic_init(&e->sh->empty_reads, 1); /* no successful read yet */
 	atomic_init(&e->owed.bits, 0);
 	e->owed.fn = uefd__owed_fn;
 	uefd__default(&dflt);
 	if (e->semaphore)
 		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
 	uefd__default_delay(e, dflt.delay_us);
-	atomic_init(&e->co_count, dflt.count);
-	atomic_init(&e->held, 0);
+	atomic_init(&e->sh->co_count, dflt.count);
+	atomic_init(&e->sh->held, 0);
 	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
 	timer_ensure();
 	wq_init(&e->wq);
@@ -284,6 +290,7 @@ err_fd:
 		o->fd = -1;
 		uefd_ops.release(o);
 	} else {
+		shm_free(e->sh);
 		uobj_free(o);
 	}
 	return r;
@@ -291,7 +298,7 @@ err_fd:
 
 uint32_t uefd_poll(struct uefd *e)
 {
-	uint64_t c = atomic_load(&e->count);
+	uint64_t c = atomic_load(&e->sh->count);
 	uint32_t m = 0;
 
 	if (c == UEFD_GONE) /* DEMOTE: the kernel fd is the counter */
@@ -302,7 +309,7 @@ uint32_t uefd_poll(struct uefd *e)
 		m |= EPOLLIN;
 	/* Room counts held writes too: they are the counter's, not yet
 	 * shown. */
-	if (uefd__room(c, atomic_load_explicit(&e->held,
+	if (uefd__room(c, atomic_load_explicit(&e->sh->held,
 					       memory_order_relaxed)))
 		m |= EPOLLOUT;
 	return m;
@@ -323,14 +330,14 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
 	if (want > uefd__class(k)) {
 		to = want == 2 ? UEFD_MAX : 1;
 		/* seq_cst: raised before the write (kunits >= K). */
-		if (atomic_compare_exchange_strong(&e->kunits, &k, to))
+		if (atomic_compare_exchange_strong(&e->sh->kunits, &k, to))
 			sys_eventfd_add(e->obj.kfd, to - k);
 		return 0;
 	}
 	if (sys_eventfd_take(e->obj.kfd, &v) < 0)
 		return -EAGAIN;
 	/* Lowered after the read (kunits >= K). */
-	atomic_fetch_sub(&e->kunits, v);
+	atomic_fetch_sub(&e->sh->kunits, v);
 	return 0;
 }
 
@@ -341,8 +348,8 @@ static void uefd__sync(struct uefd *e)
 	for (;;) {
 		/* seq_cst: pairs with the counter's CAS in every writer and
 		 * reader, and with kunits' updates (MIRROR). */
-		uint64_t c = atomic_load(&e->count);
-		uint64_t k = atomic_load(&e->kunits);
+		uint64_t c = atomic_load(&e->sh->count);
+		uint64_t k = atomic_load(&e->sh->kunits);
 		int r;
 
 		if (c == UEFD_GONE || uefd__class(c) == uefd__class(k))
@@ -353,19 +360,19 @@ static void uefd__sync(struct uefd *e)
 		 * x86): Dekker with the store that ends NOPOLL then syncs
 		 * (DEMOTE, uefd_watched_outside) against this caller's CAS of
 		 * the counter then this load. */
-		if (atomic_load(&e->nopoll) &&
+		if (atomic_load(&e->sh->nopoll) &&
 		    (c == 0 || k != 0))
 			return;
 		/* DEMOTE's gate: raised, then the counter looked at again
 		 * (seq_cst, Dekker against the demotion's exchange). */
-		atomic_fetch_add(&e->syncing, 1);
-		c = atomic_load(&e->count);
+		atomic_fetch_add(&e->sh->syncing, 1);
+		c = atomic_load(&e->sh->count);
 		/* (A writer may have raised it meanwhile: look again.) */
 		r = c == UEFD_GONE ? -EAGAIN
 		    : uefd__class(c) == uefd__class(k)
 			    ? 0
 			    : uefd__sync_step(e, uefd__class(c), k);
-		atomic_fetch_sub(&e->syncing, 1);
+		atomic_fetch_sub(&e->sh->syncing, 1);
 		if (r < 0)
 			return;
 	}
@@ -403,20 +410,20 @@ static void uefd__timer_fn(struct timer *t)
 /* Hold this write's wakeups?  `now` is the counter after the write. */
 static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
 {
-	uint32_t d = atomic_load_explicit(&e->co_delay_us,
+	uint32_t d = atomic_load_explicit(&e->sh->co_delay_us,
 					  memory_order_relaxed) &
 		     ~UEFD_HOLD_BIT;
 	uint64_t cnt;
 
 	if (!d)
 		return 0;
-	cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
 	return cnt && now >= cnt ? 0 : d;
 }
 
 static void uefd__unwait(void *arg)
 {
-	atomic_fetch_sub(&((struct uefd *)arg)->wwaiters, 1);
+	atomic_fetch_sub(&((struct uefd *)arg)->sh->wwaiters, 1);
 }
 
 /*
@@ -435,16 +442,16 @@ static int uefd__wait_room(struct uefd *e, uint64_t v)
 		return fl;
 	if (fl & O_NONBLOCK)
 		return -EAGAIN;
-	atomic_fetch_add(&e->wwaiters, 1);
+	atomic_fetch_add(&e->sh->wwaiters, 1);
 	pthread_cleanup_push(uefd__unwait, e);
 	/* seq_cst: pairs with the reader's CAS on count then load of wwaiters. */
-	seq = atomic_load(&e->wseq);
+	seq = atomic_load(&e->sh->wseq);
 	r = 0;
-	c = atomic_load(&e->count);
+	c = atomic_load(&e->sh->count);
 	/* UEFD_GONE: the caller passes the write to the kernel fd (DEMOTE:
 	 * the demotion may have bumped wseq before the load above). */
-	if (c != UEFD_GONE && uefd__room(c, atomic_load(&e->held)) < v)
-		r = sys_futex_sleep(&e->wseq, seq);
+	if (c != UEFD_GONE && uefd__room(c, atomic_load(&e->sh->held)) < v)
+		r = sys_futex_xsleep(&e->sh->wseq, seq, -1);
 	pthread_cleanup_pop(1);
 	return r == -EINTR ? r : 0;
 }
@@ -458,12 +465,12 @@ static void uefd__show(struct uefd *e)
 {
 	uint64_t h, c, take;
 
-	if (!atomic_load(&e->held))
+	if (!atomic_load(&e->sh->held))
 		return;
-	h = atomic_exchange(&e->held, 0);
+	h = atomic_exchange(&e->sh->held, 0);
 	if (!h)
 		return;
-	c = atomic_load(&e->count);
+	c = atomic_load(&e->sh->count);
 	if (c == UEFD_GONE) {
 		/* A held write that raced with a demotion: the kernel fd has
 		 * the counter now (DEMOTE). */
@@ -473,12 +480,12 @@ static void uefd__show(struct uefd *e)
 	}
 	do
 		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
-	while (!atomic_compare_exchange_weak(&e->count, &c, c + take));
+	while (!atomic_compare_exchange_weak(&e->sh->count, &c, c + take));
 	if (take < h) {
 		/* It did not fit (HOLD): the rest waits for the next run.  If
 		 * none can be armed, the next write, change or close shows
 		 * it. */
-		atomic_fetch_add(&e->held, h - take);
+		atomic_fetch_add(&e->sh->held, h - take);
 		(void)timer_arm(&e->co_timer, uefd__delay_ns(e));
 	}
 	uefd__wrote(e, c + take, true);
@@ -489,7 +496,7 @@ static void uefd__show(struct uefd *e)
  * the write. */
 static void uefd__held(struct uefd *e, uint64_t held_now)
 {
-	uint64_t cnt = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	uint64_t cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
 
 	if ((cnt && held_now >= cnt) ||
 	    timer_arm(&e->co_timer, uefd__delay_ns(e)) < 0)
@@ -521,11 +528,11 @@ static void uefd__owed_hold(struct lock_owed *o)
 static void uefd__owed_work(struct uefd *e, unsigned bits)
 {
 	if (bits & UEFD_OWE_IN)
-		uefd__wrote(e, atomic_load(&e->count), false);
+		uefd__wrote(e, atomic_load(&e->sh->count), false);
 	if (bits & UEFD_OWE_HELD)
-		uefd__held(e, atomic_load(&e->held));
+		uefd__held(e, atomic_load(&e->sh->held));
 	if (bits & UEFD_OWE_OUT)
-		uefd__was_read(e, atomic_load(&e->count) == 0);
+		uefd__was_read(e, atomic_load(&e->sh->count) == 0);
 }
 
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
@@ -550,16 +557,16 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
-	hw = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed) &
+	hw = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
 	     UEFD_HOLD_BIT;
-	to = hw ? &e->held : &e->count;
+	to = hw ? &e->sh->held : &e->sh->count;
 	cur = atomic_load(to);
 	for (;;) {
 		/* Room is judged on the counter plus what is held.  A plain
 		 * write does not look at `held`: it is 0 unless the setting
 		 * changed under concurrent writers, and then uefd__show keeps
 		 * what does not fit. */
-		uint64_t c = hw ? atomic_load(&e->count) : cur;
+		uint64_t c = hw ? atomic_load(&e->sh->count) : cur;
 
 		if (unlikely(c == UEFD_GONE)) {
 			/* DEMOTE: the kernel fd has the counter. */
@@ -591,7 +598,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	/* A write that filled the counter ended EPOLLOUT: a watched instance
 	 * forgets an item queued for it, as after a read that emptied it
 	 * (uefd__was_read), or its holder's kernel epoll would report it. */
-	if (unlikely(v && !uefd__room(hw ? atomic_load(&e->count) : cur + v,
+	if (unlikely(v && !uefd__room(hw ? atomic_load(&e->sh->count) : cur + v,
 				      hw ? cur + v : 0)) &&
 	    bell_any_watched() && atomic_load(&e->wq.nout))
 		wq_unready(&e->wq);
@@ -614,7 +621,7 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 		held = wq_wake(&e->wq, EPOLLIN, hold != 0);
 	if (!hold)
 		uefd__sync(e);
-	else if (uefd__class(atomic_load(&e->kunits)) !=
+	else if (uefd__class(atomic_load(&e->sh->kunits)) !=
 		 uefd__class(now_count))
 		held = true; /* the timer's delivery syncs (MIRROR) */
 	/* COALESCE: a sleeper is owed a wakeup; the timer delivers it, or we
@@ -636,7 +643,7 @@ static void uefd__was_read(struct uefd *e, bool emptied)
 
 static void uefd__unsleep(void *arg)
 {
-	atomic_fetch_sub(&((struct uefd *)arg)->nsleep, 1);
+	atomic_fetch_sub(&((struct uefd *)arg)->sh->nsleep, 1);
 }
 
 /* Asleep in read(2) on kfd until a writer's sync puts units in it (MIRROR;
@@ -649,7 +656,7 @@ static ssize_t uefd__sleep(struct uefd *e)
 	pthread_cleanup_push(uefd__unsleep, e);
 	r = sys_read_sleep(e->obj.kfd, &units, sizeof(units));
 	if (r == sizeof(units))
-		atomic_fetch_sub(&e->kunits, units); /* after the read: MIRROR */
+		atomic_fetch_sub(&e->sh->kunits, units); /* after the read: MIRROR */
 	pthread_cleanup_pop(1);
 	return r;
 }
@@ -661,7 +668,7 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 
 	if (n < sizeof(c))
 		return -EINVAL;
-	c = atomic_load(&e->count);
+	c = atomic_load(&e->sh->count);
 	for (;;) {
 		if (unlikely(c == UEFD_GONE)) {
 			/* DEMOTE: the kernel fd has the counter. */
@@ -670,16 +677,16 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		}
 		if (c > 0) {
 			take = e->semaphore ? 1 : c;
-			if (!atomic_compare_exchange_weak(&e->count, &c, c - take))
+			if (!atomic_compare_exchange_weak(&e->sh->count, &c, c - take))
 				continue;
 			uefd__sync(e);
-			if (atomic_load_explicit(&e->empty_reads,
+			if (atomic_load_explicit(&e->sh->empty_reads,
 						 memory_order_relaxed))
-				atomic_store_explicit(&e->empty_reads, 0,
+				atomic_store_explicit(&e->sh->empty_reads, 0,
 						      memory_order_relaxed);
-			if (atomic_load(&e->wwaiters) > 0) {
-				atomic_fetch_add(&e->wseq, 1);
-				sys_futex_wake(&e->wseq, INT_MAX);
+			if (atomic_load(&e->sh->wwaiters) > 0) {
+				atomic_fetch_add(&e->sh->wseq, 1);
+				sys_futex_xwake(&e->sh->wseq, INT_MAX);
 			}
 			if (unlikely(lock_held_here()))
 				lock_owe(&e->owed, UEFD_OWE_OUT,
@@ -697,27 +704,27 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		 * end of a drain loop) on a kernel fd known to be non-blocking
 		 * answers without a system call.  Any other goes to the
 		 * kernel fd, which also tells whether O_NONBLOCK changed. */
-		if (atomic_load_explicit(&e->nonblock, memory_order_relaxed) &&
-		    atomic_fetch_add_explicit(&e->empty_reads, 1,
+		if (atomic_load_explicit(&e->sh->nonblock, memory_order_relaxed) &&
+		    atomic_fetch_add_explicit(&e->sh->empty_reads, 1,
 					      memory_order_relaxed) == 0)
 			return -EAGAIN;
 		/* seq_cst: raised before the counter is looked at again
 		 * (Dekker against DEMOTE's exchange then load of nsleep). */
-		atomic_fetch_add(&e->nsleep, 1);
-		c = atomic_load(&e->count);
+		atomic_fetch_add(&e->sh->nsleep, 1);
+		c = atomic_load(&e->sh->count);
 		if (c > 0 || c == UEFD_GONE) {
-			atomic_fetch_sub(&e->nsleep, 1);
+			atomic_fetch_sub(&e->sh->nsleep, 1);
 			continue;
 		}
 		/* Sleeps here when the fd is blocking, until a writer's sync
 		 * puts units in the kernel fd; on a non-blocking fd its EAGAIN
 		 * is the answer, and tells that O_NONBLOCK is still set. */
 		r = uefd__sleep(e);
-		atomic_store_explicit(&e->nonblock, r == -EAGAIN,
+		atomic_store_explicit(&e->sh->nonblock, r == -EAGAIN,
 				      memory_order_relaxed);
 		if (r < 0)
 			return r;
-		c = atomic_load(&e->count);
+		c = atomic_load(&e->sh->count);
 	}
 }
 
@@ -725,6 +732,8 @@ static void uefd__close(struct uobj *o)
 {
 	struct uefd *e = (struct uefd *)o;
 
+	if (!e->sh) /* a child finishing a release (FORK) */
+		return;
 	lock_take(&e->wq.lock);
 	e->wq.dead = true;
 	lock_drop(&e->wq.lock);
@@ -765,18 +774,18 @@ int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
 		reserved = true;
 	}
 	lock_take(&e->wq.lock);
-	d = atomic_load_explicit(&e->co_delay_us, memory_order_relaxed);
+	d = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed);
 	o.delay_us = d & ~UEFD_HOLD_BIT;
 	o.flags = d & UEFD_HOLD_BIT ? UEVENTFD_HOLD_WRITES : 0;
-	o.count = atomic_load_explicit(&e->co_count, memory_order_relaxed);
+	o.count = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
 	if (set) {
 		if (reserved && !e->co_reserved) {
 			e->co_reserved = true;
 			reserved = false;
 		}
-		atomic_store_explicit(&e->co_count, set->count,
+		atomic_store_explicit(&e->sh->co_count, set->count,
 				      memory_order_relaxed);
-		atomic_store_explicit(&e->co_delay_us,
+		atomic_store_explicit(&e->sh->co_delay_us,
 				      set->delay_us |
 					      (set->flags & UEVENTFD_HOLD_WRITES
 						       ? UEFD_HOLD_BIT
@@ -812,6 +821,9 @@ static void uefd__release(struct uobj *o)
 	if (o->kfd >= 0)
 		sys_close(o->kfd);
 	o->kfd = -1;
+	/* The counter's block too (a child sees it freed here or not). */
+	shm_free(e->sh);
+	e->sh = NULL;
 	reserved = e->co_reserved;
 	e->co_reserved = false;
 	lock_drop(&e->wq.lock);
@@ -829,27 +841,29 @@ static int uefd__fork_child(struct uobj *o)
 	struct uefd *e = (struct uefd *)o;
 	unsigned bits = atomic_load(&e->owed.bits);
 
+	if (!e->sh) /* released up to uobj_free: the child finishes it */
+		return 0;
 	/* Stores only where something changes (COW: see port.c's). */
-	obj_fork_zero(&e->wwaiters);
+	obj_fork_zero(&e->sh->wwaiters);
 	if (bits) {
 		atomic_store(&e->owed.bits, 0);
 		uefd__owed_work(e, bits);
 	}
 	if (timer_cancel(&e->co_timer) || timer_was_running(&e->co_timer) ||
-	    atomic_load(&e->held))
+	    atomic_load(&e->sh->held))
 		uefd__deliver(e);
 	return 0;
 }
 
 bool uefd_demoting(struct uefd *e)
 {
-	return atomic_load_explicit(&e->demote, memory_order_relaxed) !=
+	return atomic_load_explicit(&e->sh->demote, memory_order_relaxed) !=
 	       UEFD_LIVE;
 }
 
 void uefd_watched_outside(struct uefd *e)
 {
-	atomic_store(&e->nopoll, false);
+	atomic_store(&e->sh->nopoll, false);
 	uefd__sync(e);
 }
 
@@ -859,9 +873,9 @@ void uefd_demote_wait(struct uefd *e)
 
 	/* acquire: pairs with the demotion's release of UEFD_DEMOTED (the
 	 * kernel fd holds the counter from then on). */
-	while ((s = atomic_load_explicit(&e->demote, memory_order_acquire)) !=
+	while ((s = atomic_load_explicit(&e->sh->demote, memory_order_acquire)) !=
 	       UEFD_DEMOTED)
-		sys_futex_wait(&e->demote, s);
+		sys_futex_xwait(&e->sh->demote, (uint32_t)s, -1);
 }
 
 /* Set the kernel fd's value from k (== K: no call in flight) to c. */
@@ -885,7 +899,7 @@ int uefd_demote(struct uefd *e)
 	int s = UEFD_LIVE, r;
 	uint64_t c, h, k;
 
-	if (!atomic_compare_exchange_strong(&e->demote, &s, UEFD_DEMOTING)) {
+	if (!atomic_compare_exchange_strong(&e->sh->demote, &s, UEFD_DEMOTING)) {
 		uefd_demote_wait(e);
 		return 0;
 	}
@@ -893,39 +907,39 @@ int uefd_demote(struct uefd *e)
 	 * shown, and the timer has finished with it. */
 	lock_take(&e->wq.lock);
 	e->wq.dead = true;
-	atomic_store_explicit(&e->co_delay_us, 0, memory_order_relaxed);
+	atomic_store_explicit(&e->sh->co_delay_us, 0, memory_order_relaxed);
 	lock_drop(&e->wq.lock);
 	uefd__flush(e);
 	timer_wait_idle(&e->co_timer);
 	/* The kernel fd exact from now on (UEVENTFD_NOPOLL ends). */
-	atomic_store(&e->nopoll, false);
+	atomic_store(&e->sh->nopoll, false);
 	uefd__sync(e);
 	/* The watchers watch the kernel fd, whose class is the counter's. */
 	r = port_demote_source(&e->wq, &e->obj);
 	/* The counter, and what a racing held write left (count + held never
 	 * exceeds UEFD_MAX). */
-	c = atomic_exchange(&e->count, UEFD_GONE);
-	h = atomic_exchange(&e->held, 0);
+	c = atomic_exchange(&e->sh->count, UEFD_GONE);
+	h = atomic_exchange(&e->sh->held, 0);
 	c += h <= UEFD_MAX - c ? h : UEFD_MAX - c;
 	/* seq_cst loads after the exchange: Dekker with sync's and a
 	 * sleeper's raise then look (DEMOTE). */
-	while (atomic_load(&e->syncing))
+	while (atomic_load(&e->sh->syncing))
 		sys_yield();
-	while (atomic_load(&e->nsleep)) {
+	while (atomic_load(&e->sh->nsleep)) {
 		if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
-			atomic_fetch_add(&e->kunits, 1);
+			atomic_fetch_add(&e->sh->kunits, 1);
 			sys_eventfd_signal(e->obj.kfd);
 		}
 		sys_yield();
 	}
-	k = atomic_load(&e->kunits);
+	k = atomic_load(&e->sh->kunits);
 	uefd__carry(e, k, c);
-	atomic_store_explicit(&e->kunits, c, memory_order_relaxed);
-	atomic_store_explicit(&e->demote, UEFD_DEMOTED, memory_order_release);
-	sys_futex_wake_all(&e->demote);
+	atomic_store_explicit(&e->sh->kunits, c, memory_order_relaxed);
+	atomic_store_explicit(&e->sh->demote, UEFD_DEMOTED, memory_order_release);
+	sys_futex_xwake(&e->sh->demote, INT_MAX);
 	/* Writers asleep on a full counter look again, and find UEFD_GONE. */
-	atomic_fetch_add(&e->wseq, 1);
-	sys_futex_wake(&e->wseq, INT_MAX);
+	atomic_fetch_add(&e->sh->wseq, 1);
+	sys_futex_xwake(&e->sh->wseq, INT_MAX);
 	/* From now on uepoll's calls on its numbers go to the kernel. */
 	uobj_unpublish_all(&e->obj);
 	return r;
@@ -945,7 +959,7 @@ static ssize_t uefd__write_op(struct uobj *o, const void *buf, size_t n)
  * without a system call (uefd_read) must know at once. */
 static void uefd__flags_set(struct uobj *o, int fl)
 {
-	atomic_store_explicit(&((struct uefd *)o)->nonblock,
+	atomic_store_explicit(&((struct uefd *)o)->sh->nonblock,
 			      (fl & O_NONBLOCK) != 0, memory_order_relaxed);
 }
 

@@ -11,6 +11,7 @@
 
 #include "lock.h"
 #include "obj.h"
+#include "shm.h"
 #include "timer.h"
 #include "wq.h"
 
@@ -24,44 +25,73 @@
 #define UEFD_GONE UINT64_MAX
 enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
 
-struct uefd {
-	struct uobj obj;
+/*
+ * The counter and what its protocols share: in a block of MAP_SHARED memory
+ * (shm.h), so that after a fork both processes use the same one (SHARED in
+ * eventfd.c).  Every futex word here is waited on and woken with the
+ * shared (not private) futex operations.  Line 0 is what a read or write
+ * touches; line 1 the rest.
+ */
+struct uefd_ctr {
 	/* The counter.  Every update is a seq_cst CAS: it pairs with the
 	 * seq_cst loads of wq.n (signal side) and of `mirror` (reader side). */
 	_Atomic uint64_t count;
 	/* Units the library put in the kernel fd and has not taken back,
 	 * those being written included (MIRROR in eventfd.c): never below the
-	 * kernel fd's value, equal to it when no system call is in flight. */
+	 * kernel fd's value, equal to it when no system call is in flight.
+	 * SHARED: the xlock holder's knowledge of the kernel fd's value. */
 	_Atomic uint64_t kunits;
+	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
+	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
+	_Atomic uint64_t held;
+	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd.c).  Relaxed: a
+	 * write racing with a change uses the old or the new setting, both
+	 * valid.  delay_us 0: wake at once. */
+	_Atomic uint32_t co_delay_us; /* | UEFD_HOLD_BIT: UEVENTFD_HOLD_WRITES */
+	/* Reads in a row that found the counter empty (see uefd_read). */
+	_Atomic uint32_t empty_reads;
 	/* MIRROR calls on kfd in progress, and threads asleep in read(2) on
 	 * kfd: a demotion waits for both (DEMOTE in eventfd.c). */
 	_Atomic int syncing;
 	_Atomic int nsleep;
-	/* UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED (futex word: DEMOTE). */
-	_Atomic int demote;
-	/* Reads in a row that found the counter empty (see uefd_read). */
-	_Atomic uint32_t empty_reads;
-	bool semaphore;
 	/* Last known O_NONBLOCK of the kernel fd. */
 	_Atomic bool nonblock;
 	/* UEVENTFD_NOPOLL: the mirror is only raised for sleepers (MIRROR). */
 	_Atomic bool nopoll;
+	/* SHARED mode (eventfd.c): set once, before the fork that shares the
+	 * block, never cleared. */
+	_Atomic bool shared;
+	char pad0_[64 - 3 * 8 - 4 * 4 - 3];
+
+	/* UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED (futex word: DEMOTE). */
+	_Atomic int demote;
 	/* Writers blocked on a full counter sleep on wseq. */
 	_Atomic uint32_t wseq;
 	_Atomic int wwaiters;
-	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd.c).  Relaxed: a
-	 * write racing with a change uses the old or the new setting, both
-	 * valid.  delay_us 0: wake at once.  count 0: no threshold. */
-	_Atomic uint32_t co_delay_us; /* | UEFD_HOLD_BIT: UEVENTFD_HOLD_WRITES */
+	/* SHARED: 0, or the thread id of the holder of the counter's lock;
+	 * its waiters (futex word, with xwaiters counting them); a signal
+	 * handler's change that its own thread's holder must look at. */
+	_Atomic uint32_t xlock;
+	_Atomic uint32_t xwaiters;
+	_Atomic uint32_t recheck;
+	/* Coalescing's count threshold (0: none). */
 	_Atomic uint64_t co_count;
-	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
-	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
-	_Atomic uint64_t held;
-	/* Delivers deferred wakeups at the deadline (timer.c). */
-	struct timer co_timer;
+	/* SHARED DEMOTE: the counter carried over to the kernel fd. */
+	_Atomic uint64_t carry;
+	char pad1_[64 - 6 * 4 - 2 * 8];
+};
+_Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "two cache lines");
+
+struct uefd {
+	struct uobj obj;
+	/* The counter's block (shm_alloc; SHARED in eventfd.c). */
+	struct uefd_ctr *sh;
+	bool semaphore;
 	/* Room for co_timer is reserved in the timer's heap (timer_reserve):
 	 * set with the first delay, under wq.lock. */
 	bool co_reserved;
+	/* Delivers deferred wakeups at the deadline (timer.c). */
+	struct timer co_timer;
 	/* Work a signal handler's read or write left to its thread (SIGNALS
 	 * in eventfd.c). */
 	struct lock_owed owed;

@@ -35,6 +35,7 @@
 
 #include "eventfd.h"
 #include "fdtab.h"
+#include "shm.h"
 #include "sys.h"
 #include "lock.h"
 #include "obj.h"
@@ -495,6 +496,8 @@ static void obj__prepare(void)
 			uobj__ops[o->type]->fork_prepare(o);
 	lock_drop(&obj__lock);
 	lock_fork_prepare();
+	/* Inside the gate: nobody is carving a shared block (shm.h). */
+	shm_fork_prepare();
 	timer_fork_prepare();
 }
 

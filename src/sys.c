@@ -454,6 +454,43 @@ void sys_futex_wait(_Atomic int *addr, int val)
 			  0);
 }
 
+static struct timespec *sys__rel(struct timespec *ts, int64_t rel_ns)
+{
+	if (rel_ns < 0)
+		return NULL;
+	ts->tv_sec = (time_t)(rel_ns / 1000000000);
+	ts->tv_nsec = (long)(rel_ns % 1000000000);
+	return ts;
+}
+
+int sys_futex_xwait(void *addr, uint32_t val, int64_t rel_ns)
+{
+	struct timespec ts;
+
+	return (int)sys__ret(sys__libc.syscall(SYS_futex, addr, FUTEX_WAIT,
+					       val, sys__rel(&ts, rel_ns),
+					       NULL, 0));
+}
+
+int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns)
+{
+	struct timespec ts;
+	int old;
+	long r;
+
+	/* As sys_futex_sleep: nothing to undo if cancelled inside. */
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+	r = sys__libc.syscall(SYS_futex, addr, FUTEX_WAIT, val,
+			      sys__rel(&ts, rel_ns), NULL, 0);
+	pthread_setcanceltype(old, NULL);
+	return (int)sys__ret(r);
+}
+
+void sys_futex_xwake(void *addr, int n)
+{
+	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
 void sys_futex_wake_all(_Atomic int *addr)
 {
 	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL,

@@ -96,6 +96,13 @@ int sys_membarrier(int cmd);
  * for the library's own gates (lock.c), never for a caller's sleep. */
 void sys_futex_wait(_Atomic int *addr, int val);
 void sys_futex_wake_all(_Atomic int *addr);
+/* The shared (not private) futex operations, on a 32-bit word that another
+ * process may map too (SHARED in eventfd.c): FUTEX_WAIT while *addr == val,
+ * for at most rel_ns (< 0: no limit): 0 woken, -EAGAIN, -ETIMEDOUT or
+ * -EINTR; xsleep is a cancellation point, xwait is not.  xwake wakes n. */
+int sys_futex_xwait(void *addr, uint32_t val, int64_t rel_ns);
+int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns);
+void sys_futex_xwake(void *addr, int n);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

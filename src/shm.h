@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shm.h - small blocks of memory that a fork() shares with the child
+ * (MAP_SHARED), for the state of objects that outlive a fork in both
+ * processes (a ueventfd's counter: SHARED in eventfd.c).
+ *
+ * A block is SHM_BLOCK bytes, aligned to SHM_BLOCK, zeroed.  It is carved
+ * from a region (an anonymous MAP_SHARED mapping) whose bookkeeping is
+ * private to the process.  A fork retires every region that exists then
+ * (in parent and child alike): both processes may still use the blocks in
+ * it that were live at the fork, neither hands out its free blocks again,
+ * so two processes never carve the same block.  A process unmaps a retired
+ * region when it frees the last block it had there; the kernel frees the
+ * memory with the last process that maps it (a process that dies unmaps
+ * everything).  So shared memory is bounded by the blocks live at each fork,
+ * and reclaimed with the last process that closes them.
+ *
+ * LOCKING: shm__lock (a leaf, lock.h) protects the regions' bookkeeping;
+ * shm_fork_prepare runs inside the fork gate with no lock taken (no other
+ * thread is inside any lock then).
+ */
+#ifndef UEPOLL_SHM_H
+#define UEPOLL_SHM_H
+
+#define SHM_BLOCK 128
+
+void *shm_alloc(void);
+void shm_free(void *p);
+/* Inside the fork's gate (obj.c): retire every region. */
+void shm_fork_prepare(void);
+
+#endif
