@@ -341,10 +341,244 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
 	return 0;
 }
 
+/*
+ * SHARED (issue 21; models/xmirror.pml).  A fork shares the ueventfds alive
+ * at that moment instead of demoting them (uefd_share): the counter's block
+ * is MAP_SHARED memory (shm.h), the kernel fd is the same file in both
+ * processes, and every process that holds the ueventfd keeps reading and
+ * writing the counter without a system call while its class does not change.
+ * Any process may die at any instruction (SIGKILL), so the lock-free MIRROR,
+ * whose kunits would stay wrong for ever after a death between a CAS of
+ * kunits and its system call, is replaced by a lock that a survivor takes
+ * over, and an order of steps that leaves the kernel fd at worst too ready:
+ *  - an operation that keeps the counter's class (a write to a non-zero
+ *    counter that does not fill it, a semaphore read that leaves it
+ *    non-zero and not full) is one CAS, no lock, no system call;
+ *  - one that changes the class takes `xlock` (the holder's thread id) and,
+ *    in this order: makes the kernel fd readable first if the counter is
+ *    about to become non-zero (pre-step; a semaphore counter leaving full
+ *    lowers it from full first), CASes the counter, then settles the kernel
+ *    fd on the counter's class (drains it after the counter reached 0, fills
+ *    it after it became full), keeping `kunits` equal to its value;
+ *  - the holder's death is seen by the next one that wants the lock
+ *    (kill(tid, 0) fails with ESRCH), which takes it over, reads the kernel
+ *    fd's true value (fdinfo) into kunits and settles.
+ * So at every instant a non-zero counter has a readable kernel fd, whoever
+ * died where: a poller, a kernel epoll or a blocked reader of any process
+ * never misses a write.  (A non-blocking read that empties a full counter
+ * has the kernel fd full for a moment over a zero counter: xmirror.pml.)
+ * A blocked read sleeps in ppoll(2) on the kernel fd, never in read(2),
+ * which would take units behind the holder's back; woken with nothing to
+ * take, it settles under the lock (over-readiness left by a holder, dead or
+ * not) and sleeps again.  Watchers are kernel registrations of the fd in
+ * every process (uefd_share moves the userspace ones there; a later ADD goes
+ * there too: port.c), whose edge-triggered ones see one edge per class
+ * change, as outside pollers always did.  A coalesced write defers its
+ * pre-step to the timer of its own process (COALESCE); a normal exit
+ * delivers what is deferred (obj.c), a killed writer's deferred wakeup waits
+ * for the next operation.
+ * A signal handler whose own thread holds xlock CASes the counter without
+ * it and raises `recheck`; that holder settles again after its unlock.
+ */
+
+/* This thread's id (the forked child's one thread learns its own: FORK). */
+static __thread uint32_t uefd__tid;
+
+void uefd_fork_child_tid(void)
+{
+	uefd__tid = 0;
+}
+
+static uint32_t uefd__me(void)
+{
+	if (unlikely(!uefd__tid))
+		uefd__tid = (uint32_t)sys_gettid();
+	return uefd__tid;
+}
+
+/* The kernel fd's true value (the holder's takeover), from fdinfo; if that
+ * cannot be read, a guess from its readiness that the settle corrects. */
+static uint64_t uefd__kernel_value(struct uefd *e)
+{
+	uint64_t v;
+
+	if (sys_eventfd_value(e->obj.kfd, &v) == 0)
+		return v;
+	v = sys_poll_now(e->obj.kfd, POLLIN | POLLOUT);
+	return !(v & POLLIN) ? 0 : !(v & POLLOUT) ? UEFD_MAX : 1;
+}
+
+/* Bring the kernel fd to the counter's class.  defer: do not make it
+ * readable (a coalesced write: its timer will).  xlock held. */
+static void uefd__settle(struct uefd *e, bool defer)
+{
+	for (;;) {
+		uint64_t c = atomic_load(&e->sh->count);
+		uint64_t k = atomic_load(&e->sh->kunits), v;
+		int want = uefd__class(c), have = uefd__class(k);
+
+		if (c == UEFD_GONE || want == have)
+			return;
+		if (want > have) {
+			uint64_t to = want == 2 ? UEFD_MAX : 1;
+
+			if (defer && have == 0)
+				return;
+			/* The write first: a death in between leaves kunits
+			 * low, which a takeover reads again. */
+			sys_eventfd_add(e->obj.kfd, to - k);
+			atomic_store(&e->sh->kunits, to);
+			continue;
+		}
+		if (sys_eventfd_take(e->obj.kfd, &v) < 0) {
+			/* kunits was wrong (a takeover's guess): it is 0. */
+			atomic_store(&e->sh->kunits, 0);
+			continue;
+		}
+		atomic_store(&e->sh->kunits, k >= v ? k - v : 0);
+	}
+}
+
+enum { UEFD_XLOCKED, UEFD_XMINE };
+
+/* Take xlock.  UEFD_XMINE: this thread holds it already (a signal handler
+ * inside its holder), nothing taken. */
+static int uefd__xlock(struct uefd *e)
+{
+	uint32_t me = uefd__me();
+
+	for (;;) {
+		uint32_t o = 0;
+
+		/* seq_cst, as every access to xlock: pairs with the unlock's
+		 * store (the holder's updates of kunits are seen). */
+		if (atomic_compare_exchange_strong(&e->sh->xlock, &o, me))
+			return UEFD_XLOCKED;
+		if (o == me)
+			return UEFD_XMINE;
+		if (sys_thread_dead(o)) {
+			if (!atomic_compare_exchange_strong(&e->sh->xlock, &o,
+							    me))
+				continue;
+			/* Takeover: the dead holder may have left the kernel
+			 * fd between two steps, and kunits wrong. */
+			atomic_store(&e->sh->kunits, uefd__kernel_value(e));
+			uefd__settle(e, false);
+			return UEFD_XLOCKED;
+		}
+		/* The limit: a holder that dies wakes nobody. */
+		atomic_fetch_add(&e->sh->xwaiters, 1);
+		(void)sys_futex_xwait(&e->sh->xlock, o, 10 * 1000000);
+		atomic_fetch_sub(&e->sh->xwaiters, 1);
+	}
+}
+
+static void uefd__xunlock(struct uefd *e)
+{
+	atomic_store(&e->sh->xlock, 0);
+	if (atomic_load(&e->sh->xwaiters))
+		sys_futex_xwake(&e->sh->xlock, 1);
+	/* A handler changed the counter while this thread held the lock. */
+	if (unlikely(atomic_load_explicit(&e->sh->recheck,
+					  memory_order_relaxed)) &&
+	    atomic_exchange(&e->sh->recheck, 0) &&
+	    uefd__xlock(e) == UEFD_XLOCKED) {
+		uefd__settle(e, false);
+		uefd__xunlock(e);
+	}
+}
+
+static bool uefd__shared(struct uefd *e)
+{
+	return atomic_load_explicit(&e->sh->shared, memory_order_relaxed);
+}
+
+void uefd_kedge(struct uefd *e)
+{
+	if (!atomic_load_explicit(&e->sh->kedge, memory_order_relaxed))
+		atomic_store(&e->sh->kedge, 1);
+}
+
+bool uefd_sharing(struct uefd *e)
+{
+	return atomic_load(&e->sh->kwatch) != 0;
+}
+
+bool uefd_kwatched(struct uefd *e)
+{
+	uint32_t k;
+
+	while ((k = atomic_load(&e->sh->kwatch)) == 1)
+		sys_futex_xwait(&e->sh->kwatch, 1, -1);
+	return k == 2;
+}
+
+/* SHARED: CAS the counter from *c to n, which changes its class; false
+ * (with *c the counter now) if it changed meanwhile.  defer: a coalesced
+ * write, whose readiness the timer shows. */
+static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer)
+{
+	uint64_t v;
+	bool ok;
+
+	if (uefd__xlock(e) == UEFD_XMINE) {
+		ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
+		atomic_store(&e->sh->recheck, 1);
+		return ok;
+	}
+	if (atomic_load(&e->sh->count) != *c) {
+		*c = atomic_load(&e->sh->count);
+		uefd__xunlock(e);
+		return false;
+	}
+	/* Pre-step: the kernel fd more ready first. */
+	if (*c == 0 && n > 0 && !defer && atomic_load(&e->sh->kunits) == 0) {
+		sys_eventfd_add(e->obj.kfd, 1);
+		atomic_store(&e->sh->kunits, 1);
+	} else if (uefd__class(*c) == 2 && n < UEFD_MAX && e->semaphore &&
+		   uefd__class(atomic_load(&e->sh->kunits)) == 2 &&
+		   sys_eventfd_take(e->obj.kfd, &v) == 0) {
+		atomic_fetch_sub(&e->sh->kunits, v);
+	}
+	ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
+	uefd__settle(e, defer);
+	uefd__xunlock(e);
+	return ok;
+}
+
+/* Does going from c to n need the lock (SHARED)? */
+static bool uefd__crosses(uint64_t c, uint64_t n)
+{
+	return uefd__class(c) != uefd__class(n);
+}
+
+/* SHARED sync: settle under the lock if the classes disagree (a deferred
+ * wakeup being delivered, over-readiness a holder left) or a holder is at
+ * work (which may be dead). */
+static void uefd__xsync(struct uefd *e)
+{
+	uint64_t c = atomic_load(&e->sh->count);
+
+	if (c == UEFD_GONE ||
+	    (uefd__class(c) == uefd__class(atomic_load(&e->sh->kunits)) &&
+	     !atomic_load(&e->sh->xlock)))
+		return;
+	if (uefd__xlock(e) == UEFD_XMINE) {
+		atomic_store(&e->sh->recheck, 1);
+		return;
+	}
+	uefd__settle(e, false);
+	uefd__xunlock(e);
+}
+
 /* MIRROR: bring the kernel fd's class to the counter's.  Lock-free and
  * async-signal-safe; no system call when they agree. */
 static void uefd__sync(struct uefd *e)
 {
+	if (unlikely(uefd__shared(e))) {
+		uefd__xsync(e);
+		return;
+	}
 	for (;;) {
 		/* seq_cst: pairs with the counter's CAS in every writer and
 		 * reader, and with kunits' updates (MIRROR). */
@@ -366,6 +600,13 @@ static void uefd__sync(struct uefd *e)
 		/* DEMOTE's gate: raised, then the counter looked at again
 		 * (seq_cst, Dekker against the demotion's exchange). */
 		atomic_fetch_add(&e->sh->syncing, 1);
+		/* SHARED began meanwhile (seq_cst: Dekker with uefd_share's
+		 * store then its look at syncing): its protocol, not this. */
+		if (unlikely(atomic_load(&e->sh->shared))) {
+			atomic_fetch_sub(&e->sh->syncing, 1);
+			uefd__xsync(e);
+			return;
+		}
 		c = atomic_load(&e->sh->count);
 		/* (A writer may have raised it meanwhile: look again.) */
 		r = c == UEFD_GONE ? -EAGAIN
@@ -405,6 +646,20 @@ static void uefd__flush(struct uefd *e)
 static void uefd__timer_fn(struct timer *t)
 {
 	uefd__deliver(container_of(t, struct uefd, co_timer));
+}
+
+/* Arm e's timer.  A forked child has no timer thread until it needs one
+ * (SHARED: the parent's settings hold in the child); the thread is started
+ * here, outside any lock of ours. */
+static int uefd__arm(struct uefd *e, uint64_t ns)
+{
+	int r = timer_arm(&e->co_timer, ns);
+
+	if (r < 0 && e->co_reserved && !lock_held_here()) {
+		timer_ensure();
+		r = timer_arm(&e->co_timer, ns);
+	}
+	return r;
 }
 
 /* Hold this write's wakeups?  `now` is the counter after the write. */
@@ -451,7 +706,9 @@ static int uefd__wait_room(struct uefd *e, uint64_t v)
 	/* UEFD_GONE: the caller passes the write to the kernel fd (DEMOTE:
 	 * the demotion may have bumped wseq before the load above). */
 	if (c != UEFD_GONE && uefd__room(c, atomic_load(&e->sh->held)) < v)
-		r = sys_futex_xsleep(&e->sh->wseq, seq, -1);
+		/* SHARED: a reader that made room may die before its wake. */
+		r = sys_futex_xsleep(&e->sh->wseq, seq,
+				     uefd__shared(e) ? 100 * 1000000 : -1);
 	pthread_cleanup_pop(1);
 	return r == -EINTR ? r : 0;
 }
@@ -480,13 +737,16 @@ static void uefd__show(struct uefd *e)
 	}
 	do
 		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
-	while (!atomic_compare_exchange_weak(&e->sh->count, &c, c + take));
+	while (unlikely(uefd__shared(e)) && uefd__crosses(c, c + take)
+		       ? !uefd__xcas(e, &c, c + take, false)
+		       : !atomic_compare_exchange_weak(&e->sh->count, &c,
+						       c + take));
 	if (take < h) {
 		/* It did not fit (HOLD): the rest waits for the next run.  If
 		 * none can be armed, the next write, change or close shows
 		 * it. */
 		atomic_fetch_add(&e->sh->held, h - take);
-		(void)timer_arm(&e->co_timer, uefd__delay_ns(e));
+		(void)uefd__arm(e, uefd__delay_ns(e));
 	}
 	uefd__wrote(e, c + take, true);
 }
@@ -499,7 +759,7 @@ static void uefd__held(struct uefd *e, uint64_t held_now)
 	uint64_t cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
 
 	if ((cnt && held_now >= cnt) ||
-	    timer_arm(&e->co_timer, uefd__delay_ns(e)) < 0)
+	    uefd__arm(e, uefd__delay_ns(e)) < 0)
 		uefd__show(e);
 }
 
@@ -557,6 +817,8 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
+	bool crossed = false; /* SHARED: the kernel fd was written for it */
+
 	hw = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
 	     UEFD_HOLD_BIT;
 	to = hw ? &e->sh->held : &e->sh->count;
@@ -580,6 +842,16 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 			cur = atomic_load(to);
 			continue;
 		}
+		if (!hw && unlikely(uefd__shared(e)) &&
+		    uefd__crosses(cur, cur + v)) {
+			/* SHARED: a change of class, under the lock. */
+			if (uefd__xcas(e, &cur, cur + v,
+				       uefd__hold_us(e, cur + v) != 0)) {
+				crossed = true;
+				break;
+			}
+			continue;
+		}
 		if (atomic_compare_exchange_weak(to, &cur, cur + v))
 			break;
 	}
@@ -595,6 +867,12 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		uefd__wrote(e, cur + v, false);
 	else
 		uefd__held(e, cur + v);
+	/* SHARED: an edge per write for edge-triggered kernel watchers, as
+	 * the kernel's (not for a coalesced write: its delivery wakes). */
+	if (unlikely(uefd__shared(e)) && !crossed && !hw &&
+	    atomic_load_explicit(&e->sh->kedge, memory_order_relaxed) &&
+	    !uefd__hold_us(e, cur + v))
+		sys_eventfd_add(e->obj.kfd, 0);
 	/* A write that filled the counter ended EPOLLOUT: a watched instance
 	 * forgets an item queued for it, as after a read that emptied it
 	 * (uefd__was_read), or its holder's kernel epoll would report it. */
@@ -626,7 +904,7 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 		held = true; /* the timer's delivery syncs (MIRROR) */
 	/* COALESCE: a sleeper is owed a wakeup; the timer delivers it, or we
 	 * do now if it cannot be armed. */
-	if (held && timer_arm(&e->co_timer, (uint64_t)hold * 1000u) < 0)
+	if (held && uefd__arm(e, (uint64_t)hold * 1000u) < 0)
 		uefd__deliver(e);
 }
 
@@ -661,6 +939,29 @@ static ssize_t uefd__sleep(struct uefd *e)
 	return r;
 }
 
+/* SHARED: a read that found the counter empty.  Over-readiness a holder
+ * left (dead or at work) is settled first, so that neither this loop nor
+ * a poll loop of the program spins on it; then EAGAIN on a non-blocking fd,
+ * else a sleep in ppoll(2) on the kernel fd (a cancellation point; a
+ * handler ends it with EINTR, SA_RESTART or not, as poll(2)'s). */
+static int uefd__xsleep(struct uefd *e)
+{
+	int fl, r;
+
+	uefd__xsync(e);
+	fl = sys_fcntl_getfl(e->obj.kfd);
+	if (fl < 0)
+		return fl;
+	atomic_store_explicit(&e->sh->nonblock, (fl & O_NONBLOCK) != 0,
+			      memory_order_relaxed);
+	if (fl & O_NONBLOCK)
+		return -EAGAIN;
+	if (atomic_load(&e->sh->count))
+		return 0;
+	r = sys_ppoll_in(e->obj.kfd, NULL, NULL);
+	return r < 0 ? r : 0;
+}
+
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 {
 	uint64_t c, take;
@@ -677,8 +978,15 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		}
 		if (c > 0) {
 			take = e->semaphore ? 1 : c;
-			if (!atomic_compare_exchange_weak(&e->sh->count, &c, c - take))
+			if (unlikely(uefd__shared(e)) &&
+			    uefd__crosses(c, c - take)) {
+				/* SHARED: a change of class, under the lock. */
+				if (!uefd__xcas(e, &c, c - take, false))
+					continue;
+			} else if (!atomic_compare_exchange_weak(&e->sh->count,
+								 &c, c - take)) {
 				continue;
+			}
 			uefd__sync(e);
 			if (atomic_load_explicit(&e->sh->empty_reads,
 						 memory_order_relaxed))
@@ -700,6 +1008,16 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			memcpy(buf, &take, sizeof(take));
 			return sizeof(take);
 		}
+		/* SHARED: a holder at work may be about to fill the counter,
+		 * its kernel fd made readable first (a poller was told so):
+		 * let it finish before answering "empty". */
+		if (unlikely(uefd__shared(e))) {
+			if (atomic_load(&e->sh->xlock))
+				uefd__xsync(e);
+			c = atomic_load(&e->sh->count);
+			if (c)
+				continue;
+		}
 		/* Empty.  The first empty read after a successful one (the
 		 * end of a drain loop) on a kernel fd known to be non-blocking
 		 * answers without a system call.  Any other goes to the
@@ -708,11 +1026,19 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		    atomic_fetch_add_explicit(&e->sh->empty_reads, 1,
 					      memory_order_relaxed) == 0)
 			return -EAGAIN;
+		if (unlikely(uefd__shared(e))) {
+			r = uefd__xsleep(e);
+			if (r < 0)
+				return r;
+			c = atomic_load(&e->sh->count);
+			continue;
+		}
 		/* seq_cst: raised before the counter is looked at again
-		 * (Dekker against DEMOTE's exchange then load of nsleep). */
+		 * (Dekker against DEMOTE's exchange then load of nsleep, and
+		 * against uefd_share's store of `shared` then that load). */
 		atomic_fetch_add(&e->sh->nsleep, 1);
 		c = atomic_load(&e->sh->count);
-		if (c > 0 || c == UEFD_GONE) {
+		if (c > 0 || c == UEFD_GONE || atomic_load(&e->sh->shared)) {
 			atomic_fetch_sub(&e->sh->nsleep, 1);
 			continue;
 		}
@@ -843,8 +1169,22 @@ static int uefd__fork_child(struct uobj *o)
 
 	if (!e->sh) /* released up to uobj_free: the child finishes it */
 		return 0;
-	/* Stores only where something changes (COW: see port.c's). */
-	obj_fork_zero(&e->sh->wwaiters);
+	if (!uefd__shared(e)) {
+		/* Not shared (no number led to it at the fork: the child
+		 * releases it): a copy of its own, so that the release leaves
+		 * the parent's block alone.  Without memory, it stays as it is
+		 * (and closing it shows what was held twice at worst). */
+		struct uefd_ctr *c = shm_alloc();
+
+		if (c) {
+			memcpy(c, e->sh, sizeof(*c));
+			shm_free(e->sh);
+			e->sh = c;
+			/* Stores only where something changes (COW: see
+			 * port.c's). */
+			obj_fork_zero(&e->sh->wwaiters);
+		}
+	}
 	if (bits) {
 		atomic_store(&e->owed.bits, 0);
 		uefd__owed_work(e, bits);
@@ -867,6 +1207,8 @@ void uefd_watched_outside(struct uefd *e)
 	uefd__sync(e);
 }
 
+static void uefd__xdemote_end(struct uefd *e);
+
 void uefd_demote_wait(struct uefd *e)
 {
 	int s;
@@ -874,8 +1216,21 @@ void uefd_demote_wait(struct uefd *e)
 	/* acquire: pairs with the demotion's release of UEFD_DEMOTED (the
 	 * kernel fd holds the counter from then on). */
 	while ((s = atomic_load_explicit(&e->sh->demote, memory_order_acquire)) !=
-	       UEFD_DEMOTED)
-		sys_futex_xwait(&e->sh->demote, (uint32_t)s, -1);
+	       UEFD_DEMOTED) {
+		if (!uefd__shared(e)) {
+			sys_futex_xwait(&e->sh->demote, (uint32_t)s, -1);
+			continue;
+		}
+		/* SHARED: the demoter may be another process, and die. */
+		if (sys_futex_xwait(&e->sh->demote, (uint32_t)s,
+				    10 * 1000000) == -ETIMEDOUT &&
+		    uefd__xlock(e) == UEFD_XLOCKED) {
+			if (atomic_load(&e->sh->demote) != UEFD_DEMOTED &&
+			    atomic_load(&e->sh->count) == UEFD_GONE)
+				uefd__xdemote_end(e); /* the demoter died */
+			uefd__xunlock(e);
+		}
+	}
 }
 
 /* Set the kernel fd's value from k (== K: no call in flight) to c. */
@@ -894,6 +1249,51 @@ static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
 		sys_eventfd_add(e->obj.kfd, c - k);
 }
 
+/* SHARED DEMOTE, xlock held, the counter taken (UEFD_GONE, its value in
+ * `carry`): the kernel fd gets it, and every process learns. */
+static void uefd__xdemote_end(struct uefd *e)
+{
+	uint64_t c = atomic_load(&e->sh->carry);
+
+	uefd__carry(e, atomic_load(&e->sh->kunits), c);
+	atomic_store(&e->sh->kunits, c);
+	atomic_store_explicit(&e->sh->demote, UEFD_DEMOTED,
+			      memory_order_release);
+	sys_futex_xwake(&e->sh->demote, INT_MAX);
+	atomic_fetch_add(&e->sh->wseq, 1);
+	sys_futex_xwake(&e->sh->wseq, INT_MAX);
+}
+
+/* SHARED DEMOTE: under xlock (a holder's death is taken over: a waiter in
+ * uefd_demote_wait finishes a demoter's work from `carry`), the value is
+ * stored in `carry` before the counter is taken, so it is never lost. */
+static int uefd__xdemote(struct uefd *e)
+{
+	uint64_t c, h;
+
+	lock_take(&e->wq.lock);
+	atomic_store_explicit(&e->sh->co_delay_us, 0, memory_order_relaxed);
+	lock_drop(&e->wq.lock);
+	uefd__flush(e);
+	timer_wait_idle(&e->co_timer);
+	if (uefd__xlock(e) == UEFD_XMINE) {
+		/* A handler inside this thread's holder: not now. */
+		atomic_store(&e->sh->demote, UEFD_LIVE);
+		sys_futex_xwake(&e->sh->demote, INT_MAX);
+		return -EDEADLK;
+	}
+	c = atomic_load(&e->sh->count);
+	do
+		atomic_store(&e->sh->carry, c);
+	while (!atomic_compare_exchange_weak(&e->sh->count, &c, UEFD_GONE));
+	h = atomic_exchange(&e->sh->held, 0);
+	atomic_store(&e->sh->carry, c + (h <= UEFD_MAX - c ? h : UEFD_MAX - c));
+	uefd__xdemote_end(e);
+	uefd__xunlock(e);
+	uobj_unpublish_all(&e->obj);
+	return 0;
+}
+
 int uefd_demote(struct uefd *e)
 {
 	int s = UEFD_LIVE, r;
@@ -903,6 +1303,8 @@ int uefd_demote(struct uefd *e)
 		uefd_demote_wait(e);
 		return 0;
 	}
+	if (uefd__shared(e))
+		return uefd__xdemote(e);
 	/* No new watcher, no more held writes or wakeups: what was held is
 	 * shown, and the timer has finished with it. */
 	lock_take(&e->wq.lock);
@@ -942,6 +1344,61 @@ int uefd_demote(struct uefd *e)
 	sys_futex_xwake(&e->sh->wseq, INT_MAX);
 	/* From now on uepoll's calls on its numbers go to the kernel. */
 	uobj_unpublish_all(&e->obj);
+	return r;
+}
+
+/*
+ * SHARED: before a fork, make e's counter the one both processes will use.
+ * Its watchers become kernel registrations of the fd (a process cannot walk
+ * another's instances), NOPOLL ends (the fd must be exact for every
+ * process), and the protocol changes from MIRROR to SHARED while other
+ * threads may be reading and writing: with xlock held, `shared` is stored,
+ * then the MIRROR calls in flight end (a sync that raised `syncing` after
+ * the store sees it and settles under the lock instead) and the readers
+ * asleep in read(2) on the kernel fd are woken with a unit and come back
+ * as SHARED sleepers (Dekker on `shared` against `nsleep`); then kunits is
+ * the kernel fd's value, and the holder settles and unlocks.
+ */
+int uefd_share(struct uefd *e)
+{
+	int r;
+
+	if (uefd__shared(e) || uefd_demoting(e))
+		return 0;
+	/* A ctl that finds no item from here waits for the kernel's. */
+	atomic_store(&e->sh->kwatch, 1);
+	lock_take(&e->wq.lock);
+	e->wq.dead = true;
+	{
+		struct list *l;
+
+		list_for_each(l, &e->wq.head)
+			if (atomic_load_explicit(
+				    &container_of(l, struct item, wqlink)->events,
+				    memory_order_relaxed) & EPOLLET)
+				uefd_kedge(e);
+	}
+	lock_drop(&e->wq.lock);
+	uefd__flush(e);
+	timer_wait_idle(&e->co_timer);
+	atomic_store(&e->sh->nopoll, false);
+	uefd__sync(e);
+	r = port_demote_source(&e->wq, &e->obj);
+	atomic_store(&e->sh->kwatch, 2);
+	sys_futex_xwake(&e->sh->kwatch, INT_MAX);
+	(void)uefd__xlock(e); /* nobody else takes it before `shared` */
+	atomic_store(&e->sh->shared, true);
+	while (atomic_load(&e->sh->syncing))
+		sys_yield();
+	while (atomic_load(&e->sh->nsleep)) {
+		if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
+			atomic_fetch_add(&e->sh->kunits, 1);
+			sys_eventfd_signal(e->obj.kfd);
+		}
+		sys_yield();
+	}
+	uefd__settle(e, false);
+	uefd__xunlock(e);
 	return r;
 }
 

@@ -74,11 +74,18 @@ struct uefd_ctr {
 	_Atomic uint32_t xlock;
 	_Atomic uint32_t xwaiters;
 	_Atomic uint32_t recheck;
+	/* SHARED: 1 while uefd_share makes the watchers kernel registrations,
+	 * 2 once they are (futex word: a ctl waits for 2). */
+	_Atomic uint32_t kwatch;
+	/* SHARED: some kernel registration of the fd is edge-triggered (set
+	 * for good): a write that leaves the class as it was writes 0 to the
+	 * kernel fd, whose wakeup gives that watcher its edge per write. */
+	_Atomic uint32_t kedge;
 	/* Coalescing's count threshold (0: none). */
 	_Atomic uint64_t co_count;
 	/* SHARED DEMOTE: the counter carried over to the kernel fd. */
 	_Atomic uint64_t carry;
-	char pad1_[64 - 6 * 4 - 2 * 8];
+	char pad1_[64 - 9 * 4 - 2 * 8];
 };
 _Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "two cache lines");
 
@@ -107,6 +114,19 @@ uint32_t uefd_poll(struct uefd *e);
  * unpublish e.  Safe while other threads use e.  0, or the first error of
  * a watcher that could not be carried (the demotion is done anyway). */
 int uefd_demote(struct uefd *e);
+/* SHARED (eventfd.c), at a fork's prepare: the counter becomes the one the
+ * child and the parent share.  0, or the first error of a watcher that
+ * could not be made a kernel registration. */
+int uefd_share(struct uefd *e);
+/* Are e's watchers the kernel's (SHARED)?  Waits while uefd_share is
+ * making them so. */
+bool uefd_kwatched(struct uefd *e);
+/* Has uefd_share begun (no wait)? */
+bool uefd_sharing(struct uefd *e);
+/* SHARED: an edge-triggered kernel registration of the fd is made. */
+void uefd_kedge(struct uefd *e);
+/* A forked child's one thread forgets its parent's thread id. */
+void uefd_fork_child_tid(void);
 /* Has a demotion begun? (relaxed) */
 bool uefd_demoting(struct uefd *e);
 /* Something outside uepoll (a demoted instance's kernel epoll) watches the

@@ -442,7 +442,9 @@ static int obj__demote_all(bool exec_only)
 		obj__each(o, l) {
 			if (o->fd < 0 ||
 			    (o->type == UOBJ_EVENTFD
-				     ? uefd_demoting((struct uefd *)o)
+				     ? uefd_demoting((struct uefd *)o) ||
+					       (!exec_only &&
+						uefd_sharing((struct uefd *)o))
 				     : !exec_only && !obj__fork_instances) ||
 			    (exec_only && !obj__inherited(o)))
 				continue;
@@ -465,9 +467,12 @@ static int obj__demote_all(bool exec_only)
 			return -ENOMEM; /* they stay as they are */
 	}
 	for (size_t i = 0; i < n; i++) {
-		e = v[i]->type == UOBJ_EVENTFD
-			    ? uefd_demote((struct uefd *)v[i])
-			    : port_demote((struct port *)v[i]);
+		/* A fork shares a ueventfd (SHARED in eventfd.c); an exec
+		 * demotes it. */
+		e = v[i]->type != UOBJ_EVENTFD
+			    ? port_demote((struct port *)v[i])
+		    : exec_only ? uefd_demote((struct uefd *)v[i])
+				: uefd_share((struct uefd *)v[i]);
 		if (e < 0 && !r)
 			r = e;
 		uobj_put(v[i]);
@@ -513,6 +518,7 @@ static void obj__child(void)
 	struct uobj *o;
 
 	sys_fork_child();
+	uefd_fork_child_tid();
 	timer_fork_child();
 	lock_fork_child();
 	/* The child's references: the table's, and what the types report.

@@ -348,6 +348,11 @@ static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
 	if ((r == -ENOENT || r == -EBADF) && uefd_demoting(src)) {
 		uefd_demote_wait(src);
 		r = port__ctl_kernel(p, op, fd, ev);
+	} else if ((r == -ENOENT || r == -EBADF) && uefd_kwatched(src)) {
+		/* SHARED (eventfd.c): its watchers are the kernel's. */
+		if (op != EPOLL_CTL_DEL && (ev->events & EPOLLET))
+			uefd_kedge(src);
+		r = port__ctl_kernel(p, op, fd, ev);
 	}
 	/* The instance's demotion took the item (a MOD or DEL that found
 	 * none): the kernel has it now. */

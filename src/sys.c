@@ -29,6 +29,7 @@
 #include <linux/futex.h>
 #include <linux/kcmp.h>
 #include <pthread.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -489,6 +490,53 @@ int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns)
 void sys_futex_xwake(void *addr, int n)
 {
 	sys__libc.syscall(SYS_futex, addr, FUTEX_WAKE, n, NULL, NULL, 0);
+}
+
+long sys_gettid(void)
+{
+	return sys__libc.syscall(SYS_gettid);
+}
+
+bool sys_thread_dead(uint32_t t)
+{
+	/* A thread id names its thread group for kill(2); EPERM (another
+	 * user's) is alive. */
+	return sys__libc.syscall(SYS_kill, (pid_t)t, 0) < 0 && errno == ESRCH;
+}
+
+int sys_eventfd_value(int fd, uint64_t *v)
+{
+	static const char pre[] = "/proc/self/fdinfo/";
+	char path[sizeof(pre) + 12], buf[512], *p, d[12];
+	size_t i = 0, l = sizeof(pre) - 1;
+	ssize_t n;
+	int f;
+
+	/* (No snprintf: a signal handler's takeover may come here.) */
+	memcpy(path, pre, l);
+	do
+		d[i++] = (char)('0' + fd % 10);
+	while ((fd /= 10) > 0);
+	while (i)
+		path[l++] = d[--i];
+	path[l] = 0;
+	f = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, path,
+				   O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -errno;
+	n = sys__libc.syscall(SYS_read, f, buf, sizeof(buf) - 1);
+	sys__libc.syscall(SYS_close, f);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	p = strstr(buf, "eventfd-count:");
+	if (!p)
+		return -ENOSYS;
+	for (p += 14; *p == ' ' || *p == '\t'; p++)
+		;
+	for (*v = 0; (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'); p++)
+		*v = *v * 16 + (uint64_t)(*p <= '9' ? *p - '0' : *p - 'a' + 10);
+	return 0;
 }
 
 void sys_futex_wake_all(_Atomic int *addr)

@@ -103,6 +103,13 @@ void sys_futex_wake_all(_Atomic int *addr);
 int sys_futex_xwait(void *addr, uint32_t val, int64_t rel_ns);
 int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns);
 void sys_futex_xwake(void *addr, int n);
+/* This thread's id. */
+long sys_gettid(void);
+/* Is thread id t gone (its process dead: kill(t, 0) gives ESRCH)? */
+bool sys_thread_dead(uint32_t t);
+/* An eventfd's value without touching it (fdinfo's eventfd-count): 0, or
+ * -errno where it cannot be read. */
+int sys_eventfd_value(int fd, uint64_t *v);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

@@ -630,7 +630,14 @@ static void step_do(const struct impl *I, const struct objs3 *o,
 		ep = o->outer;
 		break;
 	case OP_FI:
+		/* The counter's class (0, some, full): a ueventfd's kernel fd
+		 * holds its class, not its value (MIRROR, SHARED). */
 		fdinfo(o->efd, &out[1], &out[2]);
+		if (out[1] != -1) { /* (-1: not found) */
+			uint64_t u = (uint64_t)out[1];
+
+			out[1] = u == 0 ? 0 : u >= 0xfffffffffffffffeULL ? 2 : 1;
+		}
 		out[3] = (fcntl(o->efd, F_GETFL) & O_NONBLOCK) != 0;
 		return;
 	case OP_CL:
