@@ -20,7 +20,7 @@ static const struct scenario *const scenarios[] = {
 	&sc_xpubsub, &sc_accept, &sc_minwait, &sc_fork, &sc_nested,
 	/* The "real" group: unmodified programs, native vs uepoll-run. */
 	&sc_real_nginx, &sc_real_nginx_rate, &sc_real_redis,
-	&sc_real_memcached, &sc_real_node,
+	&sc_real_memcached, &sc_real_node, &sc_real_seed004,
 };
 #define NSCEN (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
