@@ -234,6 +234,10 @@ pid_t real_start(const struct bcase *c, const char *const *argv,
 		}
 		if (c->flags == REAL_NOPOLL)
 			av[n++] = "--nopoll";
+		if (c->flags == REAL_COALESCE_5MS) {
+			av[n++] = "--coalesce";
+			av[n++] = "5000";
+		}
 		av[n++] = "--";
 	}
 	av[n++] = prog;

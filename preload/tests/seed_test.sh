@@ -13,6 +13,10 @@
 #         EPOLLEXCLUSIVE registration round-robin (nohit 0)
 #   002   min-wait proposal: both events in one wait (epoll_wait=2; the
 #         kernel answers EPOLL_CTL_MIN_WAIT with EBADF)
+#   004   delayed-wakeup proposal: a publisher process and its forked
+#         subscriber on one eventfd, with uepoll-run --coalesce 5000 (5 ms);
+#         the program loops for ever: it must run the 2 s that timeout
+#         gives it (status 124) without printing an error ("XXX: ...")
 set -u
 san=${1#san=} run=$2 seeds=$3 cc=$4 which=$5
 if [ -n "$san" ]; then
@@ -41,6 +45,15 @@ case $which in
 	cut_prog "$post" '^struct d \{' '^Signed-off-by' >"$tmp/p.c"
 	# The post shows no includes; EPOLL_CTL_MIN_WAIT is its patch's value.
 	flags="-include stdio.h -include unistd.h -include pthread.h -include sys/epoll.h -DEPOLL_CTL_MIN_WAIT=4"
+	;;
+004)
+	post=$(ls "$seeds"/004_*.txt 2>/dev/null | head -1)
+	[ -n "$post" ] || { echo "SKIP: no proposal 004 in $seeds"; exit 77; }
+	cut_prog "$post" '^#include <assert.h>' '^# taskset' >"$tmp/p.c"
+	# stdout line-buffered (the program's source is untouched): a line
+	# printed just before timeout's SIGTERM would die in the buffer.
+	printf '#include <stdio.h>\nstatic void __attribute__((constructor)) lb(void) { setvbuf(stdout, NULL, _IOLBF, 0); }\n' >"$tmp/lb.h"
+	flags="-include $tmp/lb.h"
 	;;
 *)
 	echo "unknown program $which"
@@ -84,6 +97,31 @@ case $which in
 	cat "$tmp/out" "$tmp/err"
 	[ $st -eq 0 ] || { echo "FAIL: exit status $st"; exit 1; }
 	grep -qx 'epoll_wait=2' "$tmp/out" || { echo "FAIL: not one batch"; exit 1; }
+	;;
+004)
+	# timeout signals its process group: the subscriber ends with it.
+	timeout 2 "$run" --coalesce 5000 -- "$tmp/p" >"$tmp/out" 2>"$tmp/err"
+	st=$?
+	head -5 "$tmp/out"
+	head -5 "$tmp/err"
+	# The subscriber got timeout's SIGTERM too: gone within a second.
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		left=$(pgrep -f -- "$tmp/p\$" || true)
+		[ -z "$left" ] && break
+		sleep 0.1
+	done
+	if [ -n "$left" ]; then
+		# shellcheck disable=SC2086
+		kill -9 $left
+		echo "FAIL: the program's processes outlived timeout: $left"
+		exit 1
+	fi
+	[ $st -eq 124 ] || { echo "FAIL: exit status $st (124: ran until timeout)"; exit 1; }
+	if grep -q 'XXX:' "$tmp/out"; then
+		echo "FAIL: $(grep -c 'XXX:' "$tmp/out") error line(s): $(grep -m1 'XXX:' "$tmp/out")"
+		exit 1
+	fi
+	echo "ran 2 s under --coalesce 5000, no error"
 	;;
 esac
 exit 0

@@ -1,0 +1,222 @@
+/*
+ * xproc.h - what the cross-process tests (t_xproc*.c, issue 21) share:
+ * named steps under a watchdog, bounded children, and a child's results
+ * sent back to the parent as a t_log.
+ *
+ * Every step that may block is named with x_step() first: if it has not
+ * ended X_STEP_S seconds later, the process (parent or child) prints
+ * "HANG: <impl>: <step>" and exits 1, so that a hang is a failure naming
+ * the step, never a CI timeout.  A child dies with its parent
+ * (PR_SET_PDEATHSIG), and the parent reaps it within a deadline, killing
+ * it (and failing) past it.
+ */
+#ifndef UEPOLL_TEST_XPROC_H
+#define UEPOLL_TEST_XPROC_H
+
+#include "testlib.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define X_STEP_S 10
+
+#ifdef T_TSAN
+/* ThreadSanitizer sleeps a second at exit while it thinks other threads
+ * run: a child of a process with the coalescing timer's thread inherits
+ * that thread's record, so each child's exit would cost a second. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "atexit_sleep_ms=0";
+}
+#endif
+
+static const char *volatile x_impl = "";
+static const char *volatile x_what = "start";
+static const char *volatile x_who = "parent";
+
+static void x__hang(int sig)
+{
+	const char *p[] = { "HANG (", x_who, "): ", x_impl, ": ", x_what,
+			    " did not end within its deadline\n" };
+
+	(void)sig;
+	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
+		if (write(2, p[i], strlen(p[i])) < 0)
+			break;
+	_exit(1);
+}
+
+/* Install the step watchdog (once, in main). */
+static inline void x_init(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = x__hang;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/* The next step: name it and give it X_STEP_S seconds. */
+static inline void x_step(const char *impl, const char *what)
+{
+	x_impl = impl;
+	x_what = what;
+	alarm(X_STEP_S);
+}
+
+static inline void x_step_end(void)
+{
+	alarm(0);
+}
+
+/* poll() of one fd with a timeout: its revents, 0 on a timeout, -1 on an
+ * error. */
+static inline int x_poll(int fd, short events, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	int r;
+
+	do
+		r = poll(&p, 1, ms);
+	while (r < 0 && errno == EINTR);
+	return r < 0 ? -1 : r == 0 ? 0 : p.revents;
+}
+
+/* ---- children --------------------------------------------------------- */
+
+struct xchild {
+	pid_t pid;
+	int done, status; /* status: exit code, or 128 + signal */
+};
+
+/* fork(): 0 in the child (which dies with the parent), the pid in the
+ * parent. */
+static inline pid_t x_fork(struct xchild *c)
+{
+	pid_t parent = getpid();
+
+	fflush(NULL);
+	c->done = 0;
+	c->status = -1;
+	c->pid = fork();
+	REQUIRE(c->pid >= 0);
+	if (c->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(99);
+		t_failures = 0;
+		x_who = "child";
+		alarm(0);
+	}
+	return c->pid;
+}
+
+static inline int x__decode(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* 1 if the child has ended (its status in c->status). */
+static inline int x_ended(struct xchild *c)
+{
+	int st;
+
+	if (!c->done && waitpid(c->pid, &st, WNOHANG) == c->pid) {
+		c->done = 1;
+		c->status = x__decode(st);
+	}
+	return c->done;
+}
+
+/* Wait up to ms for the child, else SIGKILL it and fail; its status. */
+static inline int x_reap(struct xchild *c, int ms, const char *what)
+{
+	uint64_t deadline = t_now_ns() + (uint64_t)ms * 1000000u;
+	int st;
+
+	while (!x_ended(c)) {
+		if (t_now_ns() > deadline) {
+			fprintf(stderr, "%s: child %d hung: killed\n", what,
+				(int)c->pid);
+			kill(c->pid, SIGKILL);
+			if (waitpid(c->pid, &st, 0) == c->pid)
+				c->status = x__decode(st);
+			c->done = 1;
+			t_failures++;
+			return -1;
+		}
+		usleep(500);
+	}
+	if (c->status != 0)
+		fprintf(stderr, "%s: child status %d\n", what, c->status);
+	return c->status;
+}
+
+/* Kill the child now and reap it. */
+static inline int x_kill(struct xchild *c)
+{
+	int st;
+
+	if (c->done)
+		return c->status;
+	kill(c->pid, SIGKILL);
+	while (waitpid(c->pid, &st, 0) != c->pid)
+		if (errno != EINTR)
+			return -1;
+	c->done = 1;
+	c->status = x__decode(st);
+	return c->status;
+}
+
+/* ---- a child's log, through a pipe ------------------------------------ */
+
+static inline void x_log_send(int fd, const struct t_log *l)
+{
+	const char *p = (const char *)l;
+	size_t len = sizeof(*l);
+
+	while (len) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(3);
+		p += w;
+		len -= (size_t)w;
+	}
+}
+
+/* Append the log the (ended) child sent on fd to l; -1 if none came. */
+static inline int x_log_recv(int fd, struct t_log *l)
+{
+	static struct t_log c;
+	char *p = (char *)&c;
+	size_t got = 0;
+
+	memset(&c, 0, sizeof(c));
+	for (;;) {
+		ssize_t n = read(fd, p + got, sizeof(c) - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got != sizeof(c) || c.n < 0 || c.n > T_LOG_MAX) {
+		t_log_put(l, -12345); /* no log: differs from any run */
+		return -1;
+	}
+	for (int i = 0; i < c.n; i++)
+		t_log_put(l, c.v[i]);
+	return 0;
+}
+
+#endif
