@@ -493,6 +493,14 @@ static bool uefd__shared(struct uefd *e)
 	return atomic_load_explicit(&e->sh->shared, memory_order_relaxed);
 }
 
+static void uefd__flush(struct uefd *e);
+
+void uefd_flush_exit(struct uefd *e)
+{
+	if (uefd__shared(e))
+		uefd__flush(e);
+}
+
 void uefd_kedge(struct uefd *e)
 {
 	if (!atomic_load_explicit(&e->sh->kedge, memory_order_relaxed))
@@ -724,6 +732,8 @@ static void uefd__show(struct uefd *e)
 
 	if (!atomic_load(&e->sh->held))
 		return;
+	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
+		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
 	h = atomic_exchange(&e->sh->held, 0);
 	if (!h)
 		return;
@@ -758,6 +768,11 @@ static void uefd__held(struct uefd *e, uint64_t held_now)
 {
 	uint64_t cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
 
+	if (unlikely(uefd__shared(e)) &&
+	    !atomic_load_explicit(&e->sh->due, memory_order_relaxed))
+		atomic_store_explicit(&e->sh->due,
+				      sys_now_ns() + uefd__delay_ns(e),
+				      memory_order_relaxed);
 	if ((cnt && held_now >= cnt) ||
 	    uefd__arm(e, uefd__delay_ns(e)) < 0)
 		uefd__show(e);
@@ -944,8 +959,20 @@ static ssize_t uefd__sleep(struct uefd *e)
  * a poll loop of the program spins on it; then EAGAIN on a non-blocking fd,
  * else a sleep in ppoll(2) on the kernel fd (a cancellation point; a
  * handler ends it with EINTR, SA_RESTART or not, as poll(2)'s). */
+/* SHARED HOLD: is a held batch overdue by a whole delay (its writer's
+ * process died with the timer, or is stopped)? */
+static bool uefd__overdue(struct uefd *e)
+{
+	uint64_t d = atomic_load_explicit(&e->sh->due, memory_order_relaxed);
+
+	return d && atomic_load(&e->sh->held) &&
+	       sys_now_ns() > d + uefd__delay_ns(e) + 1000000;
+}
+
 static int uefd__xsleep(struct uefd *e)
 {
+	struct timespec ts;
+	uint64_t d;
 	int fl, r;
 
 	uefd__xsync(e);
@@ -958,7 +985,13 @@ static int uefd__xsleep(struct uefd *e)
 		return -EAGAIN;
 	if (atomic_load(&e->sh->count))
 		return 0;
-	r = sys_ppoll_in(e->obj.kfd, NULL, NULL);
+	/* A held batch: wake to show it if nobody does in time. */
+	d = atomic_load(&e->sh->held)
+		    ? atomic_load_explicit(&e->sh->due, memory_order_relaxed)
+		    : 0;
+	if (d)
+		sys_time_left((int64_t)(d + uefd__delay_ns(e) + 2000000), &ts);
+	r = sys_ppoll_in(e->obj.kfd, d ? &ts : NULL, NULL);
 	return r < 0 ? r : 0;
 }
 
@@ -1014,6 +1047,8 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		if (unlikely(uefd__shared(e))) {
 			if (atomic_load(&e->sh->xlock))
 				uefd__xsync(e);
+			if (uefd__overdue(e))
+				uefd__show(e);
 			c = atomic_load(&e->sh->count);
 			if (c)
 				continue;

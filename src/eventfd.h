@@ -81,11 +81,15 @@ struct uefd_ctr {
 	 * for good): a write that leaves the class as it was writes 0 to the
 	 * kernel fd, whose wakeup gives that watcher its edge per write. */
 	_Atomic uint32_t kedge;
+	/* SHARED HOLD: when the held batch is due (CLOCK_MONOTONIC ns, 0:
+	 * none), for a reader of another process to show it if its writer's
+	 * process died with the timer that would have. */
+	_Atomic uint64_t due;
 	/* Coalescing's count threshold (0: none). */
 	_Atomic uint64_t co_count;
 	/* SHARED DEMOTE: the counter carried over to the kernel fd. */
 	_Atomic uint64_t carry;
-	char pad1_[64 - 9 * 4 - 2 * 8];
+	char pad1_[64 - 9 * 4 - 3 * 8];
 };
 _Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "two cache lines");
 
@@ -123,6 +127,8 @@ int uefd_share(struct uefd *e);
 bool uefd_kwatched(struct uefd *e);
 /* Has uefd_share begun (no wait)? */
 bool uefd_sharing(struct uefd *e);
+/* SHARED: at a normal exit, deliver what this process's timer holds. */
+void uefd_flush_exit(struct uefd *e);
 /* SHARED: an edge-triggered kernel registration of the fd is made. */
 void uefd_kedge(struct uefd *e);
 /* A forked child's one thread forgets its parent's thread id. */

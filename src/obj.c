@@ -563,6 +563,31 @@ static void obj__child(void)
 	}
 }
 
+/* SHARED (eventfd.c): a process that exits normally delivers the
+ * wakeups and held writes its timer holds for shared ueventfds (another
+ * process may be waiting for them); its timer thread dies with it.  A
+ * handful at most: a fixed room, the rest left to the other processes'
+ * readers (which show an overdue held batch). */
+__attribute__((destructor)) static void obj__exit(void)
+{
+	struct uobj *v[64], *o;
+	struct list *l;
+	size_t n = 0;
+
+	lock_take(&obj__lock);
+	obj__each(o, l) {
+		if (n < sizeof(v) / sizeof(v[0]) && o->type == UOBJ_EVENTFD &&
+		    o->fd >= 0 && uefd_sharing((struct uefd *)o) &&
+		    uobj_tryget(o))
+			v[n++] = o;
+	}
+	lock_drop(&obj__lock);
+	for (size_t i = 0; i < n; i++) {
+		uefd_flush_exit((struct uefd *)v[i]);
+		uobj_put(v[i]);
+	}
+}
+
 __attribute__((constructor)) static void obj__setup(void)
 {
 	const char *e = getenv("UEPOLL_FORK_DEMOTE_INSTANCES");
