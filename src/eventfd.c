@@ -116,6 +116,17 @@
 
 static void uefd__timer_fn(struct timer *t);
 
+#if defined(__SANITIZE_THREAD__)
+#define UEFD__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UEFD__TSAN 1
+#endif
+#endif
+#ifndef UEFD__TSAN
+#define UEFD__TSAN 0
+#endif
+
 /* The coalescing delay in ns (the HOLD bit masked off). */
 static uint64_t uefd__delay_ns(struct uefd *e)
 {
@@ -663,7 +674,9 @@ static int uefd__arm(struct uefd *e, uint64_t ns)
 {
 	int r = timer_arm(&e->co_timer, ns);
 
-	if (r < 0 && e->co_reserved && !lock_held_here()) {
+	/* (ThreadSanitizer's runtime cannot start a thread in the child of a
+	 * multi-threaded process: its writes wake at once.) */
+	if (r < 0 && e->co_reserved && !lock_held_here() && !UEFD__TSAN) {
 		timer_ensure();
 		r = timer_arm(&e->co_timer, ns);
 	}

@@ -508,6 +508,7 @@ static void obj__prepare(void)
 
 static void obj__parent(void)
 {
+	shm_fork_done();
 	timer_fork_parent();
 	lock_fork_parent();
 }
@@ -519,6 +520,7 @@ static void obj__child(void)
 
 	sys_fork_child();
 	uefd_fork_child_tid();
+	shm_fork_done();
 	timer_fork_child();
 	lock_fork_child();
 	/* The child's references: the table's, and what the types report.

@@ -135,9 +135,12 @@ void shm_free(void *p)
 
 void shm_fork_prepare(void)
 {
-	/* Inside the gate: no other thread is in shm__lock.  Every region
-	 * is retired, empty ones too (the child's copy would map the same
-	 * pages): those are unmapped now. */
+	/* Inside the gate: no other thread is in shm__lock, taken at once
+	 * (directly: the gate is closed) and held across the fork, which
+	 * says so to ThreadSanitizer too.  Every region is retired, empty
+	 * ones too (the child's copy would map the same pages): those are
+	 * unmapped now. */
+	pthread_mutex_lock(&shm__lock);
 	for (unsigned i = 0; i < shm__n; i++) {
 		struct shm__region *r = &shm__regions[i];
 
@@ -149,4 +152,9 @@ void shm_fork_prepare(void)
 			r->base = NULL;
 		}
 	}
+}
+
+void shm_fork_done(void)
+{
+	pthread_mutex_unlock(&shm__lock);
 }

@@ -16,8 +16,8 @@
  * and reclaimed with the last process that closes them.
  *
  * LOCKING: shm__lock (a leaf, lock.h) protects the regions' bookkeeping;
- * shm_fork_prepare runs inside the fork gate with no lock taken (no other
- * thread is inside any lock then).
+ * the fork's prepare takes it inside the gate (no other thread is inside
+ * any lock then) and holds it across the fork.
  */
 #ifndef UEPOLL_SHM_H
 #define UEPOLL_SHM_H
@@ -26,7 +26,9 @@
 
 void *shm_alloc(void);
 void shm_free(void *p);
-/* Inside the fork's gate (obj.c): retire every region. */
+/* Inside the fork's gate (obj.c): retire every region, and hold the lock
+ * until shm_fork_done (in the parent and in the child). */
 void shm_fork_prepare(void);
+void shm_fork_done(void);
 
 #endif
