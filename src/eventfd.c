@@ -452,11 +452,27 @@ static void uefd__settle(struct uefd *e, bool defer)
 
 enum { UEFD_XLOCKED, UEFD_XMINE };
 
+/* Until xlock is no longer o (true), for a few microseconds and one yield. */
+static bool uefd__xspin(struct uefd *e, uint32_t o)
+{
+	for (int i = 0; i < 2000; i++) {
+		if (atomic_load_explicit(&e->sh->xlock, memory_order_relaxed) !=
+		    o)
+			return true;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+	sys_yield();
+	return atomic_load_explicit(&e->sh->xlock, memory_order_relaxed) != o;
+}
+
 /* Take xlock.  UEFD_XMINE: this thread holds it already (a signal handler
  * inside its holder), nothing taken. */
 static int uefd__xlock(struct uefd *e)
 {
 	uint32_t me = uefd__me();
+	bool waited = false;
 
 	for (;;) {
 		uint32_t o = 0;
@@ -467,7 +483,9 @@ static int uefd__xlock(struct uefd *e)
 			return UEFD_XLOCKED;
 		if (o == me)
 			return UEFD_XMINE;
-		if (sys_thread_dead(o)) {
+		/* Whether the holder lives is asked (a system call) only once
+		 * a sleep on the lock has passed. */
+		if (waited && sys_thread_dead(o)) {
 			if (!atomic_compare_exchange_strong(&e->sh->xlock, &o,
 							    me))
 				continue;
@@ -477,10 +495,17 @@ static int uefd__xlock(struct uefd *e)
 			uefd__settle(e, false);
 			return UEFD_XLOCKED;
 		}
+		/* A holder is between two steps of one system call's length
+		 * (a blocked reader its pre-step woke finds it there): wait a
+		 * little awake, then give it the CPU, before a futex sleep
+		 * that would cost both a second switch. */
+		if (uefd__xspin(e, o))
+			continue;
 		/* The limit: a holder that dies wakes nobody. */
 		atomic_fetch_add(&e->sh->xwaiters, 1);
 		(void)sys_futex_xwait(&e->sh->xlock, o, 10 * 1000000);
 		atomic_fetch_sub(&e->sh->xwaiters, 1);
+		waited = true;
 	}
 }
 
