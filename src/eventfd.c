@@ -452,19 +452,23 @@ static void uefd__settle(struct uefd *e, bool defer)
 
 enum { UEFD_XLOCKED, UEFD_XMINE };
 
-/* Until xlock is no longer o (true), for a few microseconds and one yield. */
+/* Until xlock is no longer o (true): a short spin (the holder runs on
+ * another CPU), then a few yields (it was preempted on this one, often by
+ * the very reader its pre-step woke). */
 static bool uefd__xspin(struct uefd *e, uint32_t o)
 {
-	for (int i = 0; i < 2000; i++) {
+	for (int i = 0; i < 64 + 4; i++) {
 		if (atomic_load_explicit(&e->sh->xlock, memory_order_relaxed) !=
 		    o)
 			return true;
+		if (i >= 64)
+			sys_yield();
 #if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
+		else
+			__builtin_ia32_pause();
 #endif
 	}
-	sys_yield();
-	return atomic_load_explicit(&e->sh->xlock, memory_order_relaxed) != o;
+	return false;
 }
 
 /* Take xlock.  UEFD_XMINE: this thread holds it already (a signal handler
