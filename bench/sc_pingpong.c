@@ -11,6 +11,10 @@
  * a sleep in the mirror's read, MIRROR in src/eventfd.c).  Both threads
  * are pinned: to the same CPU
  * (a wakeup is a context switch) or to two CPUs (a wakeup crosses CPUs).
+ * The `efd-fork` rows are `efd-read` with B a forked process: two
+ * EFD_SEMAPHORE eventfds made before the fork (ueventfds shared by the
+ * fork on uepoll), blocking reads; B's count and CPU come back through
+ * MAP_SHARED memory, and its CPU is added to A's.
  */
 #include "bench.h"
 #include "uepoll.h"
@@ -20,8 +24,13 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define WARMUP 200
@@ -43,8 +52,16 @@ static void pp_size(bool quick, struct params *p, int *reps)
 	*reps = quick ? 1 : 5;
 }
 
-/* flags: bit 0 B on another CPU; PP_READ blocking reads, no instance. */
+/* flags: bit 0 B on another CPU; PP_READ blocking reads, no instance;
+ * PP_FORK (with PP_READ) B is a forked process, semaphore eventfds. */
 #define PP_READ 2u
+#define PP_FORK 4u
+
+/* PP_FORK: what B's process reports, in MAP_SHARED memory. */
+struct pp_shm {
+	uint64_t handled;
+	double user_s, sys_s, ctx; /* after its warmup */
+};
 
 /* One line per variant: the channel (eventfds through the system, or the
  * bare futex floor) and whether B runs on A's CPU or on another one. */
@@ -73,6 +90,10 @@ static const struct pp_variant {
 	{ "efd-read-nopoll/same-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL),
 	  PP_READ, 0, "efd-read/same-cpu" },
 	{ "efd-read/cross-cpu", SRC_EFD, SYSM_KU, PP_READ | 1, 0, "" },
+	/* B a forked process, EFD_SEMAPHORE, blocking reads. */
+	{ "efd-fork/same-cpu", SRC_EFD, SYSM_KU, PP_READ | PP_FORK, 0, "" },
+	{ "efd-fork/cross-cpu", SRC_EFD, SYSM_KU, PP_READ | PP_FORK | 1, 0,
+	  "" },
 	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0, 0, "" },
 	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1, 0, "" },
 };
@@ -144,15 +165,33 @@ static void *pp_b(void *arg)
 	return NULL;
 }
 
+static pid_t pp_peer; /* PP_FORK, in A: B's process */
+
+static void pp_sigchld(int sig)
+{
+	(void)sig; /* only to break A's blocking read (no SA_RESTART) */
+}
+
 /* PP_READ: a blocking read must bring exactly the one token. */
 static void pp_read_token(const struct pp *pp, const struct src *src)
 {
 	uint64_t v;
 	ssize_t r;
 
-	do
+	for (;;) {
+		int st;
+
 		r = pp->s->read(src->rfd, &v, sizeof(v));
-	while (r < 0 && errno == EINTR);
+		if (r >= 0 || errno != EINTR)
+			break;
+		if (pp_peer > 0 && waitpid(pp_peer, &st, WNOHANG) == pp_peer) {
+			pp_peer = 0;
+			die("%s: pingpong: B's process ended (status 0x%x) "
+			    "after %llu round trips",
+			    pp->s->name, st,
+			    (unsigned long long)atomic_load(&wd_done));
+		}
+	}
 	if (r != sizeof(v))
 		die("%s: pingpong: blocking read: %s", pp->s->name,
 		    r < 0 ? strerror(errno) : "short");
@@ -173,6 +212,84 @@ static void *pp_rb(void *arg)
 		pp->b_handled++;
 	}
 	return NULL;
+}
+
+static double tv_s(struct timeval tv)
+{
+	return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+/* PP_FORK: B's process.  Its errors go to stderr (die); A sees its exit. */
+static _Noreturn void pp_xb(struct pp *pp, struct pp_shm *sh, pid_t a_pid)
+{
+	struct rusage ru0 = { 0 }, ru1;
+	long total = pp->rounds + WARMUP;
+
+	result_fd = -1; /* the rep's result is A's to send */
+	wd_pgid = 0;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != a_pid) /* A died before the prctl */
+		_exit(2);
+	pin_self(pp->b_cpu);
+	for (long i = 0; i < total; i++) {
+		if (i == WARMUP)
+			getrusage(RUSAGE_SELF, &ru0);
+		pp_read_token(pp, &pp->to_b);
+		src_signal(pp->s, &pp->to_a);
+		sh->handled++;
+	}
+	getrusage(RUSAGE_SELF, &ru1);
+	sh->user_s = tv_s(ru1.ru_utime) - tv_s(ru0.ru_utime);
+	sh->sys_s = tv_s(ru1.ru_stime) - tv_s(ru0.ru_stime);
+	sh->ctx = (double)(ru1.ru_nvcsw - ru0.ru_nvcsw) +
+		  (double)(ru1.ru_nivcsw - ru0.ru_nivcsw);
+	_exit(0);
+}
+
+/* PP_FORK, in A after the last round: reap B (5 s: it has only to exit,
+ * else it is killed), and no token may be left in either eventfd. */
+static void pp_xreap(const struct pp *pp, struct pp_shm *sh,
+		     struct metrics *m)
+{
+	const struct sys *s = pp->s;
+	uint64_t deadline = now_ns() + 5000000000ull;
+	int st = 0;
+
+	for (;;) {
+		pid_t r = waitpid(pp_peer, &st, WNOHANG);
+
+		if (r == pp_peer)
+			break;
+		if (now_ns() > deadline) {
+			kill(pp_peer, SIGKILL);
+			waitpid(pp_peer, &st, 0);
+			fail(m, "B's process did not exit after its last round");
+			break;
+		}
+		sleep_us(1000);
+	}
+	pp_peer = 0;
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		fail(m, "B's process ended with status 0x%x", st);
+	m->v[M_USER_S] += sh->user_s;
+	m->v[M_SYS_S] += sh->sys_s;
+	m->v[M_CTX] += sh->ctx;
+	for (int i = 0; i < 2; i++) {
+		int fd = i ? pp->to_b.rfd : pp->to_a.rfd;
+		uint64_t v;
+		int r = s->id == SYS_UEPOLL
+				? uepoll_fcntl(fd, F_SETFL, O_NONBLOCK)
+				: fcntl(fd, F_SETFL, O_NONBLOCK);
+
+		if (r < 0)
+			die("%s: fcntl O_NONBLOCK: %s", s->name,
+			    strerror(errno));
+		if (s->read(fd, &v, sizeof(v)) >= 0)
+			fail(m, "tokens left over after the last round "
+				"(duplicated)");
+		else if (errno != EAGAIN)
+			fail(m, "final read: %s", strerror(errno));
+	}
 }
 
 static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val)
@@ -205,6 +322,10 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	pthread_t tb;
 	bool fx = s->id == SYS_FUTEX;
 	bool rd = !fx && (c->flags & PP_READ);
+	bool xp = rd && (c->flags & PP_FORK);
+	struct pp_shm *sh = NULL;
+	pid_t a_pid;
+	struct sigaction sa = { .sa_handler = pp_sigchld }, osa;
 
 	pp.s = s;
 	pp.rounds = params_get(p, "rounds");
@@ -214,10 +335,10 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	wd_target = (uint64_t)pp.rounds + WARMUP;
 	if (rd) {
 		/* Blocking eventfds, and no instance. */
-		int fl = EFD_CLOEXEC | (c->src == SRC_EFD_NOPOLL &&
-						s->id == SYS_UEPOLL
-					? UEVENTFD_NOPOLL
-					: 0);
+		int fl = EFD_CLOEXEC | (xp ? EFD_SEMAPHORE : 0) |
+			 (c->src == SRC_EFD_NOPOLL && s->id == SYS_UEPOLL
+				  ? UEVENTFD_NOPOLL
+				  : 0);
 
 		pp.to_a.kind = pp.to_b.kind = c->src;
 		pp.to_a.rfd = pp.to_a.wfd = s->efd(0, fl);
@@ -243,7 +364,25 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	 * its own variant. */
 	pin_self(0);
 	pp.b_cpu = c->flags & 1 ? 1 : 0;
-	thread_start(&tb, fx ? pp_fb : rd ? pp_rb : pp_b, &pp);
+	if (xp) {
+		sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+			  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (sh == MAP_FAILED)
+			die("mmap: %s", strerror(errno));
+		/* B's death breaks A's blocking read (EINTR): a failure at
+		 * once, not the watchdog's. */
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGCHLD, &sa, &osa);
+		a_pid = getpid();
+		fflush(NULL);
+		pp_peer = fork();
+		if (pp_peer < 0)
+			die("fork: %s", strerror(errno));
+		if (pp_peer == 0)
+			pp_xb(&pp, sh, a_pid);
+	} else {
+		thread_start(&tb, fx ? pp_fb : rd ? pp_rb : pp_b, &pp);
+	}
 
 	for (long i = 0; i < pp.rounds + WARMUP; i++) {
 		uint64_t t0;
@@ -267,8 +406,16 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 			hist_add(pp.h, now_ns() - t0);
 		atomic_fetch_add_explicit(&wd_done, 1, memory_order_relaxed);
 	}
-	thread_join(tb);
-	meas_end(&me, m);
+	if (xp) {
+		meas_end(&me, m);
+		pp_xreap(&pp, sh, m);
+		sigaction(SIGCHLD, &osa, NULL);
+		pp.b_handled = sh->handled;
+		munmap(sh, sizeof(*sh));
+	} else {
+		thread_join(tb);
+		meas_end(&me, m);
+	}
 
 	if (pp.b_handled != (uint64_t)(pp.rounds + WARMUP))
 		fail(m, "B handled %llu tokens, A sent %ld",
@@ -296,9 +443,9 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 const struct scenario sc_pingpong = {
 	.name = "pingpong",
 	.proposal = "wakeup latency floor; no single proposal",
-	.what = "two threads hand a token back and forth through an eventfd "
-		"(or a pipe), both asleep between turns; a bare futex is the "
-		"floor",
+	.what = "two threads (efd-fork: two processes) hand a token back and "
+		"forth through an eventfd (or a pipe), both asleep between "
+		"turns; a bare futex is the floor",
 	.headline = M_LAT_P50,
 	.size = pp_size,
 	.cases = pp_cases,
