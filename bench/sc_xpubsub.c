@@ -10,10 +10,9 @@
  * the subscriber's results back; latency as in pubsub.
  *
  * Rows: the kernel eventfd; a ueventfd waking at once; coalesced 1 ms and
- * 5 ms; 5 ms with UEVENTFD_HOLD_WRITES.  While fork() demotes every
- * ueventfd to a kernel eventfd (and its coalescing setting with it), the
- * uepoll rows can only match the kernel's; a ueventfd shared across the
- * fork is what makes them differ.
+ * 5 ms; 5 ms with UEVENTFD_HOLD_WRITES.  fork() shares the ueventfd's
+ * counter (and its coalescing setting) with the child (SHARED in
+ * src/eventfd.c).
  *
  * Metrics: events_per_s = the publisher's writes per second;
  * cpu_pct_consumer = the subscriber process's CPU (getrusage in it, all

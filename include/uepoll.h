@@ -134,8 +134,9 @@ int uepoll_close(int fd);
  * counter, or an instance into its kernel epoll, with every registration,
  * while other threads use it: from then on fd is a plain kernel object (for
  * another process, an exec'd program, any library); the instances that
- * watch a ueventfd keep watching it.  0, or -1 + errno.  fork() does it to
- * every ueventfd.  See uepoll_demote(3).
+ * watch a ueventfd keep watching it.  0, or -1 + errno.  fork() does not:
+ * it shares every ueventfd's counter with the child (ueventfd(3)).  See
+ * uepoll_demote(3).
  */
 int uepoll_demote(int fd);
 /* uepoll_demote() of every ueventfd and instance that execve() would keep

@@ -19,7 +19,7 @@
  * threads go on, so it cannot demote anything safely, and a wrapper cannot
  * return into a vfork child at all (its frame would be the parent's).
  * vfork is therefore fork, which POSIX allows; the library's fork handler
- * demotes every ueventfd first.
+ * shares every ueventfd first.
  */
 #include <stdarg.h>
 #include <stdlib.h>

@@ -404,15 +404,16 @@ void uobj_close(struct uobj *o)
 
 /*
  * A forked child shares every fd with its parent, and a kernel eventfd's
- * counter with it: so before the fork every published ueventfd is demoted
- * (DEMOTE in eventfd.c) and both processes then use the same kernel
- * eventfd.  Those made after the fork are accelerated again, in each.  The
- * objects are collected under obj__lock, with a reference each, and
- * demoted outside it (a demotion takes instances' locks).  exec_only: only
- * those whose number an execve() would keep (no FD_CLOEXEC), and instances
- * too (a fork keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES:
- * FORK in port.c).  Returns the
- * first error of a demotion (-ENOMEM if the list could not be made).
+ * counter with it: so before the fork every published ueventfd is shared
+ * (SHARED in eventfd.c: its counter is in MAP_SHARED memory) and both
+ * processes then use the same counter; before an exec it is demoted (DEMOTE
+ * in eventfd.c), since the new program cannot map it.  The objects are
+ * collected under obj__lock, with a reference each, and shared or demoted
+ * outside it (both take instances' locks).  exec_only: only those whose
+ * number an execve() would keep (no FD_CLOEXEC), and instances too (a fork
+ * keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES: FORK in
+ * port.c).  Returns the first error (-ENOMEM if the list could not be
+ * made).
  */
 /* Would an execve() keep o open: has it a number without FD_CLOEXEC?
  * obj__lock held (a system call per number: exec is rare). */

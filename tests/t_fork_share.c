@@ -1,8 +1,9 @@
 /*
  * t_fork_share: after fork() parent and child share each eventfd's counter,
- * as with kernel eventfds (issue 18 item 3: fork demotes every ueventfd to
- * the kernel eventfd it stands for, with its counter, semaphore mode and
- * O_NONBLOCK; the instances that watch it watch the kernel fd).
+ * as with kernel eventfds (issue 18 item 3, then issue 21: fork shares
+ * every ueventfd's counter in shared memory, with its semaphore mode and
+ * O_NONBLOCK; the instances that watch it watch the kernel fd, whose
+ * fdinfo shows the counter's class).
  *
  * A differential test: each scenario runs once with kernel objects
  * (eventfd, epoll_create1, read/write/close) and once with uepoll's
@@ -1010,7 +1011,7 @@ static void test_after_fork(void)
 		bad |= (ueventfd_read(u, &v) != 0 || v != 7) << 5;
 		bad |= (ueventfd_read(u, &v) != -1 || errno != EAGAIN) << 6;
 		bad |= (uepoll_wait(ep, ev, 2, 0) != 0) << 7;
-		/* A second fork demotes it: the grandchild shares it. */
+		/* A second fork shares it with the grandchild too. */
 		u2 = ueventfd(4, EFD_NONBLOCK | EFD_SEMAPHORE);
 		bad |= (u2 < 0) << 8;
 		bad |= (add(&UEP, ep, u2, EPOLLIN, 0xc2) != 0) << 9;

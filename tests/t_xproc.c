@@ -5,9 +5,9 @@
  * (eventfd, read, write, poll, epoll) and once on a ueventfd (ueventfd,
  * uepoll_read, uepoll_write, uepoll instances), and what both processes
  * observe (values and sums read, return values, errno, poll revents, the
- * children's exit status) must be the same.  Whether a fork demotes the
- * ueventfd (the kernel's semantics, as uepoll does today) or keeps it
- * accelerated in shared memory (issue 21), these are the semantics.
+ * children's exit status) must be the same: a fork keeps the ueventfd
+ * accelerated in shared memory (issue 21, SHARED), with the kernel's
+ * semantics.
  *  a. pubsub: a child writes N values, the parent poll()s then reads
  *     until it has their sum;
  *  b. pingpong: K rounds between the processes on two EFD_SEMAPHORE

@@ -16,9 +16,8 @@
  * a fork may set things up.  Linked with tests/libcwrap.c, as
  * t_efd_syscalls; counts, not timings.
  *
- * Fails while fork() demotes every ueventfd to a kernel eventfd (each
- * write is then a write(2)): disabled in tests/CMakeLists.txt until the
- * shared mode lands.
+ * (It failed while fork() demoted every ueventfd to a kernel eventfd: each
+ * write was then a write(2).)
  */
 #include "xproc.h"
 #include "libcwrap.h"
