@@ -420,25 +420,29 @@ static uint64_t uefd__kernel_value(struct uefd *e)
 }
 
 /* Bring the kernel fd to the counter's class.  defer: do not make it
- * readable (a coalesced write: its timer will).  xlock held. */
-static void uefd__settle(struct uefd *e, bool defer)
+ * readable (a coalesced write: its timer will).  xlock held.  Whether it
+ * wrote to the kernel fd (which woke its pollers). */
+static bool uefd__settle(struct uefd *e, bool defer)
 {
+	bool wrote = false;
+
 	for (;;) {
 		uint64_t c = atomic_load(&e->sh->count);
 		uint64_t k = atomic_load(&e->sh->kunits), v;
 		int want = uefd__class(c), have = uefd__class(k);
 
 		if (c == UEFD_GONE || want == have)
-			return;
+			return wrote;
 		if (want > have) {
 			uint64_t to = want == 2 ? UEFD_MAX : 1;
 
 			if (defer && have == 0)
-				return;
+				return wrote;
 			/* The write first: a death in between leaves kunits
 			 * low, which a takeover reads again. */
 			sys_eventfd_add(e->obj.kfd, to - k);
 			atomic_store(&e->sh->kunits, to);
+			wrote = true;
 			continue;
 		}
 		if (sys_eventfd_take(e->obj.kfd, &v) < 0) {
@@ -563,8 +567,10 @@ bool uefd_kwatched(struct uefd *e)
 
 /* SHARED: CAS the counter from *c to n, which changes its class; false
  * (with *c the counter now) if it changed meanwhile.  defer: a coalesced
- * write, whose readiness the timer shows. */
-static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer)
+ * write, whose readiness the timer shows.  *kw: set if the kernel fd was
+ * written (its pollers woken). */
+static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
+		       bool *kw)
 {
 	uint64_t v;
 	bool ok;
@@ -583,13 +589,15 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer)
 	if (*c == 0 && n > 0 && !defer && atomic_load(&e->sh->kunits) == 0) {
 		sys_eventfd_add(e->obj.kfd, 1);
 		atomic_store(&e->sh->kunits, 1);
+		*kw = true;
 	} else if (uefd__class(*c) == 2 && n < UEFD_MAX && e->semaphore &&
 		   uefd__class(atomic_load(&e->sh->kunits)) == 2 &&
 		   sys_eventfd_take(e->obj.kfd, &v) == 0) {
 		atomic_fetch_sub(&e->sh->kunits, v);
 	}
 	ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
-	uefd__settle(e, defer);
+	if (uefd__settle(e, defer))
+		*kw = true;
 	uefd__xunlock(e);
 	return ok;
 }
@@ -771,6 +779,7 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
 static void uefd__show(struct uefd *e)
 {
 	uint64_t h, c, take;
+	bool kw = false;
 
 	if (!atomic_load(&e->sh->held))
 		return;
@@ -790,7 +799,7 @@ static void uefd__show(struct uefd *e)
 	do
 		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
 	while (unlikely(uefd__shared(e)) && uefd__crosses(c, c + take)
-		       ? !uefd__xcas(e, &c, c + take, false)
+		       ? !uefd__xcas(e, &c, c + take, false, &kw)
 		       : !atomic_compare_exchange_weak(&e->sh->count, &c,
 						       c + take));
 	if (take < h) {
@@ -863,6 +872,7 @@ static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
 	bool hw; /* UEVENTFD_HOLD_WRITES: the write goes to `held` (HOLD) */
+	bool kw = false; /* SHARED: the kernel fd was written for it */
 	_Atomic uint64_t *to;
 	uint64_t v, cur;
 	int r;
@@ -874,8 +884,6 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
-	bool crossed = false; /* SHARED: the kernel fd was written for it */
-
 	hw = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
 	     UEFD_HOLD_BIT;
 	to = hw ? &e->sh->held : &e->sh->count;
@@ -903,10 +911,8 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		    uefd__crosses(cur, cur + v)) {
 			/* SHARED: a change of class, under the lock. */
 			if (uefd__xcas(e, &cur, cur + v,
-				       uefd__hold_us(e, cur + v) != 0)) {
-				crossed = true;
+				       uefd__hold_us(e, cur + v) != 0, &kw))
 				break;
-			}
 			continue;
 		}
 		if (atomic_compare_exchange_weak(to, &cur, cur + v))
@@ -926,7 +932,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		uefd__held(e, cur + v);
 	/* SHARED: an edge per write for edge-triggered kernel watchers, as
 	 * the kernel's (not for a coalesced write: its delivery wakes). */
-	if (unlikely(uefd__shared(e)) && !crossed && !hw &&
+	if (unlikely(uefd__shared(e)) && !kw && !hw &&
 	    atomic_load_explicit(&e->sh->kedge, memory_order_relaxed) &&
 	    !uefd__hold_us(e, cur + v))
 		sys_eventfd_add(e->obj.kfd, 0);
@@ -1040,6 +1046,7 @@ static int uefd__xsleep(struct uefd *e)
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 {
 	uint64_t c, take;
+	bool kw = false;
 	ssize_t r;
 
 	if (n < sizeof(c))
@@ -1056,7 +1063,7 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			if (unlikely(uefd__shared(e)) &&
 			    uefd__crosses(c, c - take)) {
 				/* SHARED: a change of class, under the lock. */
-				if (!uefd__xcas(e, &c, c - take, false))
+				if (!uefd__xcas(e, &c, c - take, false, &kw))
 					continue;
 			} else if (!atomic_compare_exchange_weak(&e->sh->count,
 								 &c, c - take)) {
