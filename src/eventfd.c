@@ -94,7 +94,10 @@
  * units written before the counter was carried over, never part of it.
  *
  * LOCKING: count, held, kunits, syncing, nsleep, demote, wseq, wwaiters,
- * co_*, owed.bits are atomics (no lock).  wq.lock protects the list of watching items (its place in
+ * co_*, owed.bits are atomics (no lock), in the block `sh` (shm.h) but
+ * owed.bits.  SHARED: a change of the counter's class, and kunits, are
+ * under xlock, a leaf that may be taken with any of our locks held (it
+ * takes none) and is never held across a sleep.  wq.lock protects the list of watching items (its place in
  * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce calls and, at the release, the close
  * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
  * other lock held.  A read or write that a signal handler makes while its
