@@ -429,6 +429,11 @@ static bool obj__inherited(const struct uobj *o)
 /* UEPOLL_FORK_DEMOTE_INSTANCES=1, read once at load: fork() demotes the
  * instances too (FORK). */
 static bool obj__fork_instances;
+/* UEPOLL_FORK_DEMOTE_EVENTFDS=1, read once at load: fork() demotes the
+ * ueventfds instead of sharing them (SHARED in eventfd.c), for a program
+ * that forks but never uses a ueventfd in two processes and would rather
+ * have the kernel's costs for the ones alive at its forks. */
+static bool obj__fork_demote_efds;
 
 static int obj__demote_all(bool exec_only)
 {
@@ -445,6 +450,7 @@ static int obj__demote_all(bool exec_only)
 			    (o->type == UOBJ_EVENTFD
 				     ? uefd_demoting((struct uefd *)o) ||
 					       (!exec_only &&
+						!obj__fork_demote_efds &&
 						uefd_sharing((struct uefd *)o))
 				     : !exec_only && !obj__fork_instances) ||
 			    (exec_only && !obj__inherited(o)))
@@ -472,8 +478,9 @@ static int obj__demote_all(bool exec_only)
 		 * demotes it. */
 		e = v[i]->type != UOBJ_EVENTFD
 			    ? port_demote((struct port *)v[i])
-		    : exec_only ? uefd_demote((struct uefd *)v[i])
-				: uefd_share((struct uefd *)v[i]);
+		    : exec_only || obj__fork_demote_efds
+			    ? uefd_demote((struct uefd *)v[i])
+			    : uefd_share((struct uefd *)v[i]);
 		if (e < 0 && !r)
 			r = e;
 		uobj_put(v[i]);
@@ -596,5 +603,7 @@ __attribute__((constructor)) static void obj__setup(void)
 	const char *e = getenv("UEPOLL_FORK_DEMOTE_INSTANCES");
 
 	obj__fork_instances = e && *e && strcmp(e, "0") != 0;
+	e = getenv("UEPOLL_FORK_DEMOTE_EVENTFDS");
+	obj__fork_demote_efds = e && *e && strcmp(e, "0") != 0;
 	pthread_atfork(obj__prepare, obj__parent, obj__child);
 }
