@@ -5,7 +5,7 @@
  * the user polls) is one file for all.  Any process may die at any step.
  * Two processes: a writer (two writes, each of 1 or of what fills the
  * counter) and a reader (a non-blocking read, then a blocking one that
- * sleeps in ppoll), for a semaphore and a non-semaphore ueventfd (init
+ * sleeps on a futex word), for a semaphore and a non-semaphore ueventfd (init
  * chooses; the kernel fd has the same EFD_SEMAPHORE).  One of them, or
  * none, is killed at any step.  Checked exhaustively:
  *  - at every step: count > 0 => K > 0 (readable never missed), and
@@ -13,7 +13,7 @@
  *    holder of xlock, live or dead, is between the CAS that empties a full
  *    non-semaphore counter and the drain of K (see below);
  *  - a write(2) to the kernel fd never makes K exceed FULL;
- *  - at the end (the live processes done, or the reader asleep in ppoll),
+ *  - at the end (the live processes done, or the reader asleep),
  *    after a later operation's takeover of a lock a dead process still
  *    holds: class(K) == class(count), kf == K, and every value written by a
  *    write that returned was taken or is still in count
@@ -24,8 +24,13 @@
  * Shared state:
  *   count   the counter (FULL stands for 0xfffffffffffffffe)
  *   K       the kernel eventfd's counter: a write(2) adds, a non-blocking
- *           read(2) takes all (1 if semaphore) or is EAGAIN at 0, ppoll
- *           waits for K > 0 and takes nothing
+ *           read(2) takes all (1 if semaphore) or is EAGAIN at 0
+ *   xsl, rwake  the library's blocked readers (SHARED sleepers): counted in
+ *           xsl, asleep on the futex word rwake, which a write that took
+ *           the counter from 0 bumps (and wakes) after its CAS, if xsl > 0.
+ *           They never sleep on K: a pre-step's raise, made before the
+ *           CAS for other libraries' pollers, would wake them too early
+ *           (and, on one CPU, preempt the writer).
  *   kf      the library's belief of K, written only by the xlock holder
  *   xlock   0, or the pid (1 writer, 2 reader, 3 the final check) of the
  *           holder
@@ -39,9 +44,11 @@
  * unlock.  Locking: CAS 0 -> me; held by a dead t: CAS t -> me, repair
  * (kf := K, as read in fdinfo) and sync; held by a live t: futex wait until
  * xlock changes (its 10 ms timeout only matters once t is dead, so the
- * wait ends when xlock changes or t dies).  The sleeper ppolls while count
- * is 0; woken, it reloads count and takes, or, still 0, locks, syncs and
- * unlocks and sleeps again.  A non-blocking read of an empty counter that
+ * wait ends when xlock changes or t dies).  The sleeper settles first if
+ * xlock is held or the classes differ, reads rwake, counts itself, looks
+ * at count and sleeps while rwake is unchanged (its timeout, 1 s in the
+ * C code, is modelled as one wakeup after the writer died: a writer killed
+ * between its CAS and its wake wakes nobody).  A non-blocking read of an empty counter that
  * finds xlock held by a dead process takes over (repair, sync, unlock).
  *
  * Change to the draft (xmirror-spec.md), found by this model: with a
@@ -71,8 +78,10 @@
  *   MUTANT_NO_REPAIR       a takeover does not set kf := K
  *   MUTANT_NO_TAKEOVER     a locker waits on a dead holder as on a live one
  *   MUTANT_LOCKFREE_CROSS  the lock-free write also accepts c == 0
- *   MUTANT_SLEEPER_READS   the sleeper read(2)s the kernel fd, taking units,
- *                          instead of ppolling it
+ *   MUTANT_WAKE_BEFORE_CAS the writer wakes the sleepers before its CAS
+ *   MUTANT_NO_XSL          the sleeper does not count itself
+ *   MUTANT_SEQ_AFTER       the sleeper reads the futex word after its look
+ *                          at the counter
  *   MUTANT_LOWER_FIRST     the draft's order: a non-semaphore read leaving
  *                          FULL lowers K (read, write back 1) before its CAS
  */
@@ -85,7 +94,10 @@ byte kf;
 byte xlock;
 byte dead;
 bit sem;
-bit sleeping;		/* the reader is in (or about to enter) ppoll */
+bit sleeping;		/* the reader is asleep on the futex word rwake */
+byte xsl;		/* SHARED sleepers counted (xsleepers) */
+byte rwake;		/* the sleepers' futex word */
+bit tmo;		/* the sleeper's one timeout after a death */
 bit fin[3];		/* fin[p]: process p finished its operations */
 byte pstart;		/* values added to count */
 byte pdone;		/* values of writes that returned */
@@ -206,8 +218,14 @@ inline wr(fill) {
 					:: else -> skip
 					fi;
 #endif
+#ifdef MUTANT_WAKE_BEFORE_CAS
 					if
-					:: atomic { count == c -> count = c + v; pstart = pstart + v; r = 1 } -> break
+					:: c == 0 && xsl > 0 -> rwake = rwake + 1
+					:: else -> skip
+					fi;
+#endif
+					if
+					:: atomic { count == c -> count = c + v; pstart = pstart + v; r = 1; from0 = (c == 0) } -> break
 					:: atomic { count != c -> skip }
 					fi
 				fi
@@ -220,6 +238,13 @@ inline wr(fill) {
 #endif
 			lsync();
 			unlock();
+#ifndef MUTANT_WAKE_BEFORE_CAS
+			/* The counter left 0: wake the counted sleepers. */
+			if
+			:: r && from0 && xsl > 0 -> rwake = rwake + 1
+			:: else -> skip
+			fi;
+#endif
 			break
 		fi
 	od;
@@ -304,7 +329,7 @@ proctype writer()
 {
 	byte me = 1;
 	byte c, v, t, kv;
-	bit r;
+	bit r, from0;
 
 	{
 		if
@@ -322,7 +347,7 @@ proctype writer()
 proctype reader()
 {
 	byte me = 2;
-	byte c, t, tk, kv;
+	byte c, t, tk, kv, seq;
 	bit r;
 
 	{
@@ -334,16 +359,38 @@ proctype reader()
 			:: r -> break
 			:: else -> skip
 			fi;
-			sleeping = 1;
-#ifdef MUTANT_SLEEPER_READS
-end_poll:		atomic { K > 0 -> kv = (sem -> 1 : K); K = K - kv; sleeping = 0 };
-#else
-end_poll:		atomic { K > 0 -> sleeping = 0 };	/* ppoll */
+			/* Over-readiness a holder left, or a holder at work:
+			 * settled first (uefd__xsync). */
+			if
+			:: xlock != 0 || CLS(count) != CLS(kf) ->
+				lock(); lsync(); unlock()
+			:: else -> skip
+			fi;
+#ifndef MUTANT_SEQ_AFTER
+			seq = rwake;
+#endif
+#ifndef MUTANT_NO_XSL
+			xsl = xsl + 1;
 #endif
 			if
 			:: count > 0 -> skip		/* take it */
-			:: else -> lock(); lsync(); unlock()
-			fi
+			:: else ->
+#ifdef MUTANT_SEQ_AFTER
+				seq = rwake;
+#endif
+				sleeping = 1;
+				/* FUTEX_WAIT while rwake == seq; its timeout
+				 * matters only once the waker died (once). */
+end_sleep:			atomic { rwake != seq || (dead == 1 && !tmo) ->
+					if
+					:: rwake == seq -> tmo = 1
+					:: else -> skip
+					fi;
+					sleeping = 0 }
+			fi;
+#ifndef MUTANT_NO_XSL
+			xsl = xsl - 1
+#endif
 		od;
 		fin[me] = 1
 	} unless { dead == me }

@@ -381,10 +381,13 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  * died where: a poller, a kernel epoll or a blocked reader of any process
  * never misses a write.  (A non-blocking read that empties a full counter
  * has the kernel fd full for a moment over a zero counter: xmirror.pml.)
- * A blocked read sleeps in ppoll(2) on the kernel fd, never in read(2),
- * which would take units behind the holder's back; woken with nothing to
- * take, it settles under the lock (over-readiness left by a holder, dead or
- * not) and sleeps again.  Watchers are kernel registrations of the fd in
+ * A blocked read sleeps on the shared futex word `rwake` (counted in
+ * `xsleepers`), which a write that took the counter from 0 bumps and wakes
+ * after its CAS: never in read(2) on the kernel fd, which would take units
+ * behind the holder's back, nor in ppoll(2) on it, which the pre-step would
+ * wake before the CAS (on one CPU the reader then preempts the writer and
+ * yields back: 3 switches a handoff instead of 1).  It sleeps at most a
+ * second (a writer killed between its CAS and its wake wakes nobody).  Watchers are kernel registrations of the fd in
  * every process (uefd_share moves the userspace ones there; a later ADD goes
  * there too: port.c), whose edge-triggered ones see one edge per class
  * change, as outside pollers always did.  A coalesced write defers its
@@ -457,6 +460,17 @@ static bool uefd__settle(struct uefd *e, bool defer)
 	}
 }
 
+/* SHARED: the counter left 0 (its CAS is done): wake the blocked readers
+ * of every process, counted in xsleepers (seq_cst load after the CAS:
+ * Dekker with uefd__xsleep). */
+static void uefd__xwake(struct uefd *e)
+{
+	if (atomic_load(&e->sh->xsleepers)) {
+		atomic_fetch_add(&e->sh->rwake, 1);
+		sys_futex_xwake(&e->sh->rwake, INT_MAX);
+	}
+}
+
 enum { UEFD_XLOCKED, UEFD_XMINE };
 
 /* Until xlock is no longer o (true): a short spin (the holder runs on
@@ -503,7 +517,8 @@ static int uefd__xlock(struct uefd *e)
 			/* Takeover: the dead holder may have left the kernel
 			 * fd between two steps, and kunits wrong. */
 			atomic_store(&e->sh->kunits, uefd__kernel_value(e));
-			uefd__settle(e, false);
+			if (uefd__settle(e, false))
+				uefd__xwake(e); /* what the dead one owed */
 			return UEFD_XLOCKED;
 		}
 		/* A holder is between two steps of one system call's length
@@ -576,11 +591,14 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 		       bool *kw)
 {
 	uint64_t v;
-	bool ok;
+	bool ok, from0;
 
 	if (uefd__xlock(e) == UEFD_XMINE) {
+		from0 = *c == 0;
 		ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
 		atomic_store(&e->sh->recheck, 1);
+		if (ok && from0 && n > 0)
+			uefd__xwake(e);
 		return ok;
 	}
 	if (atomic_load(&e->sh->count) != *c) {
@@ -598,10 +616,15 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 		   sys_eventfd_take(e->obj.kfd, &v) == 0) {
 		atomic_fetch_sub(&e->sh->kunits, v);
 	}
+	from0 = *c == 0;
 	ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
 	if (uefd__settle(e, defer))
 		*kw = true;
 	uefd__xunlock(e);
+	/* Blocked readers after the CAS (a coalesced write's, at its
+	 * delivery: uefd__xsync). */
+	if (ok && from0 && n > 0 && !defer)
+		uefd__xwake(e);
 	return ok;
 }
 
@@ -617,6 +640,7 @@ static bool uefd__crosses(uint64_t c, uint64_t n)
 static void uefd__xsync(struct uefd *e)
 {
 	uint64_t c = atomic_load(&e->sh->count);
+	bool raised;
 
 	if (c == UEFD_GONE ||
 	    (uefd__class(c) == uefd__class(atomic_load(&e->sh->kunits)) &&
@@ -626,8 +650,12 @@ static void uefd__xsync(struct uefd *e)
 		atomic_store(&e->sh->recheck, 1);
 		return;
 	}
-	uefd__settle(e, false);
+	raised = uefd__settle(e, false);
 	uefd__xunlock(e);
+	/* A deferred wakeup delivered: the blocked readers too. */
+	c = atomic_load(&e->sh->count);
+	if (raised && c && c != UEFD_GONE)
+		uefd__xwake(e);
 }
 
 /* MIRROR: bring the kernel fd's class to the counter's.  Lock-free and
@@ -1008,8 +1036,9 @@ static ssize_t uefd__sleep(struct uefd *e)
 /* SHARED: a read that found the counter empty.  Over-readiness a holder
  * left (dead or at work) is settled first, so that neither this loop nor
  * a poll loop of the program spins on it; then EAGAIN on a non-blocking fd,
- * else a sleep in ppoll(2) on the kernel fd (a cancellation point; a
- * handler ends it with EINTR, SA_RESTART or not, as poll(2)'s). */
+ * else a sleep on rwake (SHARED above; a cancellation point; the sleep
+ * has a timeout, so a handler ends it with EINTR, SA_RESTART or not, as
+ * poll(2)'s). */
 /* SHARED HOLD: is a held batch overdue by a whole delay (its writer's
  * process died with the timer, or is stopped)? */
 static bool uefd__overdue(struct uefd *e)
@@ -1020,11 +1049,17 @@ static bool uefd__overdue(struct uefd *e)
 	       sys_now_ns() > d + uefd__delay_ns(e) + 1000000;
 }
 
+static void uefd__xunsleep(void *arg)
+{
+	atomic_fetch_sub(&((struct uefd *)arg)->sh->xsleepers, 1);
+}
+
 static int uefd__xsleep(struct uefd *e)
 {
-	struct timespec ts;
+	int64_t until, now;
+	uint32_t seq;
 	uint64_t d;
-	int fl, r;
+	int fl, r = 0;
 
 	uefd__xsync(e);
 	fl = sys_fcntl_getfl(e->obj.kfd);
@@ -1034,16 +1069,30 @@ static int uefd__xsleep(struct uefd *e)
 			      memory_order_relaxed);
 	if (fl & O_NONBLOCK)
 		return -EAGAIN;
-	if (atomic_load(&e->sh->count))
-		return 0;
-	/* A held batch: wake to show it if nobody does in time. */
-	d = atomic_load(&e->sh->held)
-		    ? atomic_load_explicit(&e->sh->due, memory_order_relaxed)
-		    : 0;
-	if (d)
-		sys_time_left((int64_t)(d + uefd__delay_ns(e) + 2000000), &ts);
-	r = sys_ppoll_in(e->obj.kfd, d ? &ts : NULL, NULL);
-	return r < 0 ? r : 0;
+	/* On the futex word rwake, not in ppoll on the kernel fd: a writer's
+	 * pre-step makes that readable before its CAS, which would wake this
+	 * sleeper too early (and, on one CPU, let it preempt the writer).
+	 * The word first, then counted, then the counter (seq_cst: Dekker
+	 * with the writer's CAS then load of xsleepers, uefd__xwake). */
+	seq = atomic_load(&e->sh->rwake);
+	atomic_fetch_add(&e->sh->xsleepers, 1);
+	pthread_cleanup_push(uefd__xunsleep, e);
+	if (!atomic_load(&e->sh->count)) {
+		/* A writer killed between its CAS and its wake wakes nobody:
+		 * a second at most; a held batch, when it is overdue. */
+		now = (int64_t)sys_now_ns();
+		until = now + 1000000000;
+		d = atomic_load(&e->sh->held)
+			    ? atomic_load_explicit(&e->sh->due,
+						   memory_order_relaxed)
+			    : 0;
+		if (d && (int64_t)(d + uefd__delay_ns(e) + 2000000) < until)
+			until = (int64_t)(d + uefd__delay_ns(e) + 2000000);
+		r = sys_futex_xsleep(&e->sh->rwake, seq,
+				     until > now ? until - now : 0);
+	}
+	pthread_cleanup_pop(1);
+	return r == -EINTR ? r : 0;
 }
 
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
@@ -1349,6 +1398,9 @@ static void uefd__xdemote_end(struct uefd *e)
 	sys_futex_xwake(&e->sh->demote, INT_MAX);
 	atomic_fetch_add(&e->sh->wseq, 1);
 	sys_futex_xwake(&e->sh->wseq, INT_MAX);
+	/* Blocked readers look again, and find UEFD_GONE. */
+	atomic_fetch_add(&e->sh->rwake, 1);
+	sys_futex_xwake(&e->sh->rwake, INT_MAX);
 }
 
 /* SHARED DEMOTE: under xlock (a holder's death is taken over: a waiter in

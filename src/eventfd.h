@@ -54,6 +54,10 @@ struct uefd_ctr {
 	 * kfd: a demotion waits for both (DEMOTE in eventfd.c). */
 	_Atomic int syncing;
 	_Atomic int nsleep;
+	/* SHARED: blocked readers of every process, asleep on the futex word
+	 * rwake, which a write that takes the counter from 0 bumps. */
+	_Atomic uint32_t xsleepers;
+	_Atomic uint32_t rwake;
 	/* Last known O_NONBLOCK of the kernel fd. */
 	_Atomic bool nonblock;
 	/* UEVENTFD_NOPOLL: the mirror is only raised for sleepers (MIRROR). */
@@ -61,7 +65,7 @@ struct uefd_ctr {
 	/* SHARED mode (eventfd.c): set once, before the fork that shares the
 	 * block, never cleared. */
 	_Atomic bool shared;
-	char pad0_[64 - 3 * 8 - 4 * 4 - 3];
+	char pad0_[64 - 3 * 8 - 6 * 4 - 3];
 
 	/* UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED (futex word: DEMOTE). */
 	_Atomic int demote;
