@@ -473,6 +473,37 @@ static void uefd__xwake(struct uefd *e)
 
 enum { UEFD_XLOCKED, UEFD_XMINE };
 
+/* SHARED HOLD, xlock held: move `moving` into the counter (what does not
+ * fit goes back to `held`), then clear it.  The CAS and the clear are
+ * adjacent: a holder that dies between them has the move done again by
+ * its taker (a value twice), one that dies between the exchange of `held`
+ * and the store of `moving` loses it: two windows of one instruction,
+ * where the exchange-then-add of one process had a system call between. */
+static uint64_t uefd__xmove(struct uefd *e, uint64_t *from)
+{
+	uint64_t m = atomic_load(&e->sh->moving), c, take = 0;
+
+	c = atomic_load(&e->sh->count);
+	while (m && c != UEFD_GONE) {
+		take = UEFD_MAX - c < m ? UEFD_MAX - c : m;
+		/* Pre-step: readable before the counter leaves 0. */
+		if (c == 0 && take && atomic_load(&e->sh->kunits) == 0) {
+			sys_eventfd_add(e->obj.kfd, 1);
+			atomic_store(&e->sh->kunits, 1);
+		}
+		if (atomic_compare_exchange_strong(&e->sh->count, &c,
+						   c + take))
+			break;
+	}
+	if (m && c != UEFD_GONE && take < m)
+		atomic_fetch_add(&e->sh->held, m - take);
+	if (m && c == UEFD_GONE) /* demoted: the kernel fd is the counter */
+		(void)sys_write(e->obj.kfd, &m, sizeof(m));
+	atomic_store(&e->sh->moving, 0);
+	*from = c;
+	return take;
+}
+
 /* Until xlock is no longer o (true): a short spin (the holder runs on
  * another CPU), then a few yields (it was preempted on this one, often by
  * the very reader its pre-step woke). */
@@ -497,7 +528,8 @@ static bool uefd__xspin(struct uefd *e, uint32_t o)
 static int uefd__xlock(struct uefd *e)
 {
 	uint32_t me = uefd__me();
-	bool waited = false;
+	bool waited = false, moved;
+	uint64_t from;
 
 	for (;;) {
 		uint32_t o = 0;
@@ -517,7 +549,10 @@ static int uefd__xlock(struct uefd *e)
 			/* Takeover: the dead holder may have left the kernel
 			 * fd between two steps, and kunits wrong. */
 			atomic_store(&e->sh->kunits, uefd__kernel_value(e));
-			if (uefd__settle(e, false))
+			/* A held batch it was moving into the counter. */
+			from = 1;
+			moved = uefd__xmove(e, &from) && from == 0;
+			if (uefd__settle(e, false) || moved)
 				uefd__xwake(e); /* what the dead one owed */
 			return UEFD_XLOCKED;
 		}
@@ -807,12 +842,39 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
 /* Show the held writes (HOLD): move them into the counter and wake as one
  * write of their sum that is due now.  The timer thread, a write that
  * reaches the count, a change of setting and close call it. */
+/* SHARED HOLD: show the held writes under xlock, through `moving`
+ * (uefd__xmove), so that a shower killed in the middle loses nothing.
+ * false: a handler inside its own thread's holder; the plain way then. */
+static bool uefd__xshow(struct uefd *e)
+{
+	uint64_t h, c, take;
+
+	if (uefd__xlock(e) == UEFD_XMINE)
+		return false;
+	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
+		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
+	h = atomic_exchange(&e->sh->held, 0);
+	atomic_store(&e->sh->moving, h);
+	take = uefd__xmove(e, &c);
+	(void)uefd__settle(e, false);
+	uefd__xunlock(e);
+	if (take && c == 0)
+		uefd__xwake(e);
+	if (take < h && c != UEFD_GONE)
+		(void)uefd__arm(e, uefd__delay_ns(e)); /* the rest: next run */
+	if (take)
+		uefd__wrote(e, c + take, true);
+	return true;
+}
+
 static void uefd__show(struct uefd *e)
 {
 	uint64_t h, c, take;
 	bool kw = false;
 
 	if (!atomic_load(&e->sh->held))
+		return;
+	if (unlikely(uefd__shared(e)) && uefd__xshow(e))
 		return;
 	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
 		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
@@ -1045,8 +1107,20 @@ static bool uefd__overdue(struct uefd *e)
 {
 	uint64_t d = atomic_load_explicit(&e->sh->due, memory_order_relaxed);
 
-	return d && atomic_load(&e->sh->held) &&
-	       sys_now_ns() > d + uefd__delay_ns(e) + 1000000;
+	if (!atomic_load(&e->sh->held))
+		return false;
+	if (!d) {
+		/* Held with no deadline: its writer died between its add and
+		 * its store of `due`, or a show between its clear of `due` and
+		 * its exchange.  From now, then. */
+		uint64_t z = 0;
+
+		atomic_compare_exchange_strong(&e->sh->due, &z,
+					       sys_now_ns() +
+						       uefd__delay_ns(e));
+		return false;
+	}
+	return sys_now_ns() > d + uefd__delay_ns(e) + 1000000;
 }
 
 static void uefd__xunsleep(void *arg)
@@ -1080,6 +1154,7 @@ static int uefd__xsleep(struct uefd *e)
 	if (!atomic_load(&e->sh->count)) {
 		/* A writer killed between its CAS and its wake wakes nobody:
 		 * a second at most; a held batch, when it is overdue. */
+		(void)uefd__overdue(e); /* (gives a held batch a deadline) */
 		now = (int64_t)sys_now_ns();
 		until = now + 1000000000;
 		d = atomic_load(&e->sh->held)

@@ -93,7 +93,10 @@ struct uefd_ctr {
 	_Atomic uint64_t co_count;
 	/* SHARED DEMOTE: the counter carried over to the kernel fd. */
 	_Atomic uint64_t carry;
-	char pad1_[64 - 9 * 4 - 3 * 8];
+	/* SHARED HOLD: held writes an xlock holder is moving into the counter
+	 * (0: none); a takeover finishes the move. */
+	_Atomic uint64_t moving;
+	/* (8 words of 4 bytes and 4 of 8: line 1 is full.) */
 };
 _Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "two cache lines");
 

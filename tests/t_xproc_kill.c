@@ -154,8 +154,13 @@ static int counter_ok(uint64_t c)
 		return 1;
 	if (op == OP_WRITE) /* done or not */
 		return c == base + atomic_load(&sh->arg);
-	if (op == OP_READ) /* took 1 (semaphore) or all */
+	if (op == OP_READ) { /* took 1 (semaphore) or all */
+		/* Held writes (HOLD): a read takes what is shown, the rest
+		 * is shown later: anything from 0 to base is left. */
+		if (cur->co_flags & UEVENTFD_HOLD_WRITES)
+			return c <= base;
 		return cur->flags & EFD_SEMAPHORE ? c + 1 == base : c == 0;
+	}
 	return 0;
 }
 
