@@ -1444,6 +1444,24 @@ void uefd_demote_wait(struct uefd *e)
 	}
 }
 
+/* DEMOTE, SHARED: after the caller's change (the exchange of the counter,
+ * the store of `shared`), wait out the MIRROR calls in flight and wake
+ * the readers asleep in read(2) on kfd, with a unit each, until none is
+ * left.  Both raised their count before looking at what the caller changed
+ * (seq_cst loads here: Dekker). */
+static void uefd__mirror_quiesce(struct uefd *e)
+{
+	while (atomic_load(&e->sh->syncing))
+		sys_yield();
+	while (atomic_load(&e->sh->nsleep)) {
+		if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
+			atomic_fetch_add(&e->sh->kunits, 1);
+			sys_eventfd_signal(e->obj.kfd);
+		}
+		sys_yield();
+	}
+}
+
 /* Set the kernel fd's value from k (== K: no call in flight) to c. */
 static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
 {
@@ -1539,15 +1557,7 @@ int uefd_demote(struct uefd *e)
 	c += h <= UEFD_MAX - c ? h : UEFD_MAX - c;
 	/* seq_cst loads after the exchange: Dekker with sync's and a
 	 * sleeper's raise then look (DEMOTE). */
-	while (atomic_load(&e->sh->syncing))
-		sys_yield();
-	while (atomic_load(&e->sh->nsleep)) {
-		if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
-			atomic_fetch_add(&e->sh->kunits, 1);
-			sys_eventfd_signal(e->obj.kfd);
-		}
-		sys_yield();
-	}
+	uefd__mirror_quiesce(e);
 	k = atomic_load(&e->sh->kunits);
 	uefd__carry(e, k, c);
 	atomic_store_explicit(&e->sh->kunits, c, memory_order_relaxed);
@@ -1602,15 +1612,7 @@ int uefd_share(struct uefd *e)
 	sys_futex_xwake(&e->sh->kwatch, INT_MAX);
 	(void)uefd__xlock(e); /* nobody else takes it before `shared` */
 	atomic_store(&e->sh->shared, true);
-	while (atomic_load(&e->sh->syncing))
-		sys_yield();
-	while (atomic_load(&e->sh->nsleep)) {
-		if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
-			atomic_fetch_add(&e->sh->kunits, 1);
-			sys_eventfd_signal(e->obj.kfd);
-		}
-		sys_yield();
-	}
+	uefd__mirror_quiesce(e);
 	uefd__settle(e, false);
 	uefd__xunlock(e);
 	return r;

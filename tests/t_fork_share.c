@@ -169,68 +169,10 @@ static int rec_recv(int fd, struct rec *r)
 
 #define CHILD_WATCHDOG 20 /* s */
 
-struct child {
-	pid_t pid;
-	int done, status; /* status: exit code, or 128 + signal */
-};
-
-static void child_start(struct child *c)
+static void child_start(struct t_child *c)
 {
-	pid_t parent = getpid();
-
-	fflush(NULL);
-	c->done = 0;
-	c->status = -1;
-	c->pid = fork();
-	REQUIRE(c->pid >= 0);
-	if (c->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(99);
-		t_failures = 0;
+	if (t_child_fork(c) == 0)
 		t_watchdog(CHILD_WATCHDOG);
-	}
-}
-
-static int child_decode(int st)
-{
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* 1 if the child has ended (status in c->status). */
-static int child_ended(struct child *c)
-{
-	int st;
-
-	if (!c->done && waitpid(c->pid, &st, WNOHANG) == c->pid) {
-		c->done = 1;
-		c->status = child_decode(st);
-	}
-	return c->done;
-}
-
-/* Wait up to ms for the child; then SIGKILL it and fail.  Its status. */
-static int child_reap(struct child *c, int ms, const char *what)
-{
-	uint64_t deadline = t_now_ns() + (uint64_t)ms * 1000000u;
-	int st;
-
-	while (!child_ended(c)) {
-		if (t_now_ns() > deadline) {
-			fprintf(stderr, "%s: child %d hung: killed\n", what,
-				(int)c->pid);
-			kill(c->pid, SIGKILL);
-			if (waitpid(c->pid, &st, 0) == c->pid)
-				c->status = child_decode(st);
-			c->done = 1;
-			t_failures++;
-			return -1;
-		}
-		usleep(500);
-	}
-	if (c->status != 0)
-		fprintf(stderr, "%s: child status %d\n", what, c->status);
-	return c->status;
 }
 
 /* Turn tokens between the processes: one byte through a pipe. */
@@ -274,7 +216,7 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 		       struct pubsub *o)
 {
 	int efd, ep = -1, inner = -1;
-	struct child c;
+	struct t_child c;
 	uint64_t one = 1, v, deadline;
 	struct epoll_event ev[4];
 
@@ -340,7 +282,7 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 			o->timeouts++;
 			/* The child is gone and nothing is readable, or
 			 * it is all taking too long: what was read stays. */
-			if ((child_ended(&c) && !(poll_now(efd, POLLIN) & POLLIN)) ||
+			if ((t_child_ended(&c) && !(poll_now(efd, POLLIN) & POLLIN)) ||
 			    t_now_ns() > deadline)
 				break;
 			continue;
@@ -355,7 +297,7 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 		if (t_now_ns() > deadline)
 			break;
 	}
-	o->child = child_reap(&c, 5000, "pubsub");
+	o->child = t_child_reap(&c, 5000, "pubsub");
 	o->fin_in = poll_now(efd, POLLIN);
 	o->fin_inout = poll_now(efd, POLLIN | POLLOUT);
 	errno = 0;
@@ -419,7 +361,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds,
 {
 	int a = I->efd(0, EFD_SEMAPHORE), b = I->efd(0, EFD_SEMAPHORE);
 	int res[2];
-	struct child c;
+	struct t_child c;
 	uint64_t v;
 	struct rec r;
 
@@ -454,7 +396,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds,
 		if (I->rd(b, &v, sizeof(v)) != sizeof(v) || v != 1)
 			o->bad++;
 	}
-	o->child = child_reap(&c, 5000, "pingpong");
+	o->child = t_child_reap(&c, 5000, "pingpong");
 	if (rec_recv(res[0], &r) == 0 && r.n == 1)
 		o->child_bad = r.v[0];
 	else
@@ -698,7 +640,7 @@ static void steps_run(const struct impl *I, unsigned initval, int flags,
 {
 	struct objs3 o;
 	int pc[2], cp[2], res[2];
-	struct child c;
+	struct t_child c;
 	struct rec r;
 	size_t i;
 
@@ -769,7 +711,7 @@ static void steps_run(const struct impl *I, unsigned initval, int flags,
 		step_do(I, &o, &SCRIPT[i], out + i * NV);
 		tok_give(pc[1]);
 	}
-	out[NSCRIPT * NV] = child_reap(&c, 5000, "steps");
+	out[NSCRIPT * NV] = t_child_reap(&c, 5000, "steps");
 	if (rec_recv(res[0], &r) == 0) {
 		size_t k = 0;
 
@@ -882,7 +824,7 @@ static void et_run(const struct impl *I, int taken, int64_t out[ET_NV])
 	int efd = I->efd(2, EFD_NONBLOCK), ep = I->ep(0);
 	int pc[2], cp[2];
 	struct epoll_event ev[4];
-	struct child c;
+	struct t_child c;
 	uint64_t v = 0, t0;
 	int k = 0;
 
@@ -938,7 +880,7 @@ static void et_run(const struct impl *I, int taken, int64_t out[ET_NV])
 	out[k++] = I->rd(efd, &v, sizeof(v));
 	out[k++] = (int64_t)v;
 	out[k++] = I->wait(ep, ev, 4, 0);
-	out[k++] = child_reap(&c, 5000, "et");
+	out[k++] = t_child_reap(&c, 5000, "et");
 	close(pc[1]);
 	close(cp[0]);
 	CHECK_EQ(I->cl(ep), 0);
@@ -985,7 +927,7 @@ static void test_et(void)
 static void test_after_fork(void)
 {
 	int res[2], tok[2];
-	struct child c;
+	struct t_child c;
 	uint64_t v = 0;
 	int u;
 
@@ -994,7 +936,7 @@ static void test_after_fork(void)
 	if (c.pid == 0) {
 		int bad = 0, ep, u2;
 		struct epoll_event ev[2];
-		struct child g;
+		struct t_child g;
 
 		close(res[0]);
 		close(tok[0]);
@@ -1025,7 +967,7 @@ static void test_after_fork(void)
 			gb |= uepoll_close(ep) != 0;
 			_exit(gb);
 		}
-		bad |= (child_reap(&g, 5000, "grandchild") != 0) << 10;
+		bad |= (t_child_reap(&g, 5000, "grandchild") != 0) << 10;
 		/* what the grandchild took and wrote, here */
 		bad |= (uepoll_wait(ep, ev, 2, 0) != 2) << 11;
 		bad |= (ueventfd_read(u, &v) != 0 || v != 3) << 12;
@@ -1047,7 +989,7 @@ static void test_after_fork(void)
 	CHECK_EQ(ueventfd_write(u, 11), 0);
 	CHECK_EQ(ueventfd_read(u, &v), 0);
 	CHECK_EQ(v, 11); /* not the child's 7 */
-	CHECK_EQ(child_reap(&c, 5000, "after fork"), 0);
+	CHECK_EQ(t_child_reap(&c, 5000, "after fork"), 0);
 	{
 		int bad = -1;
 
@@ -1095,7 +1037,7 @@ static void test_shared_instance(void)
 {
 	int ep = uepoll_create1(0), res[2], tok[2];
 	struct epoll_event ev[2];
-	struct child c;
+	struct t_child c;
 	int64_t parent_events = 0, waits = 0;
 	uint64_t deadline;
 
@@ -1134,14 +1076,14 @@ static void test_shared_instance(void)
 	CHECK_EQ(tok_take(tok[0], 3000), 0);
 	t_wait_sleeping((int)c.pid, 2000); /* the child is in its wait */
 	deadline = t_now_ns() + 6000000000ull;
-	while (!child_ended(&c) && t_now_ns() < deadline) {
+	while (!t_child_ended(&c) && t_now_ns() < deadline) {
 		int n = uepoll_wait(ep, ev, 2, 300);
 
 		waits++;
 		if (n > 0)
 			parent_events += n;
 	}
-	CHECK_EQ(child_reap(&c, 5000, "shared instance"), 0);
+	CHECK_EQ(t_child_reap(&c, 5000, "shared instance"), 0);
 	{
 		int64_t out[3] = { -1, -1, -1 };
 
@@ -1187,7 +1129,7 @@ static void flags_run(const struct impl *I, int64_t out[FL_NV])
 {
 	int efd = I->efd(0, EFD_NONBLOCK), ep[NFLAG], pc[2], cp[2], k = 0;
 	struct epoll_event ev[4];
-	struct child c;
+	struct t_child c;
 	uint64_t v = 0;
 
 	memset(out, 0, FL_NV * sizeof(out[0]));
@@ -1242,7 +1184,7 @@ static void flags_run(const struct impl *I, int64_t out[FL_NV])
 	}
 	out[k++] = I->rd(efd, &v, sizeof(v));
 	out[k++] = (int64_t)v;
-	out[k++] = child_reap(&c, 5000, "flags");
+	out[k++] = t_child_reap(&c, 5000, "flags");
 	close(pc[1]);
 	close(cp[0]);
 	for (int i = 0; i < NFLAG; i++)
@@ -1293,7 +1235,7 @@ static void ctlx_run(const struct impl *I, int64_t out[CX_NV])
 {
 	int efd = I->efd(1, EFD_NONBLOCK), ep = I->ep(0), p[2], k = 0;
 	struct epoll_event ev[4];
-	struct child c;
+	struct t_child c;
 
 	memset(out, 0, CX_NV * sizeof(out[0]));
 	REQUIRE(efd >= 0 && ep >= 0);
@@ -1309,7 +1251,7 @@ static void ctlx_run(const struct impl *I, int64_t out[CX_NV])
 		bad |= I->cl(efd) != 0;
 		_exit(bad);
 	}
-	out[k++] = child_reap(&c, 5000, "ctl from the child");
+	out[k++] = t_child_reap(&c, 5000, "ctl from the child");
 	errno = 0;
 	out[k++] = I->ctl(ep, EPOLL_CTL_DEL, efd, NULL) ? -errno : 0;
 	memset(ev, 0, sizeof(ev));

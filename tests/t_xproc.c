@@ -118,7 +118,7 @@ static void pubsub_run(const struct impl *I, int64_t n, struct t_log *L)
 	int efd = I->efd(0, EFD_NONBLOCK);
 	int64_t total = 0, sum = 0, bad = 0, eagain = 0;
 	uint64_t deadline;
-	struct xchild c;
+	struct t_child c;
 
 	REQUIRE(efd >= 0);
 	for (int64_t i = 0; i < n; i++)
@@ -160,7 +160,7 @@ static void pubsub_run(const struct impl *I, int64_t n, struct t_log *L)
 	t_log_put(L, sum);
 	t_log_put(L, bad);
 	t_log_put(L, eagain); /* one reader: a POLLIN is never stale */
-	t_log_put(L, x_reap(&c, 5000, "pubsub"));
+	t_log_put(L, t_child_reap(&c, 5000, "pubsub"));
 	t_log_put(L, x_poll(efd, POLLIN | POLLOUT, 0));
 	t_log_put(L, rd64(I, efd));
 	CHECK_EQ(sum, total);
@@ -191,7 +191,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds, struct t_log *L)
 	int a = I->efd(0, EFD_SEMAPHORE), b = I->efd(0, EFD_SEMAPHORE);
 	int res[2];
 	int64_t bad = 0;
-	struct xchild c;
+	struct t_child c;
 
 	REQUIRE(a >= 0 && b >= 0 && pipe(res) == 0);
 	if (x_fork(&c) == 0) {
@@ -218,7 +218,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds, struct t_log *L)
 	}
 	x_step_end();
 	t_log_put(L, bad);
-	t_log_put(L, x_reap(&c, 5000, "pingpong"));
+	t_log_put(L, t_child_reap(&c, 5000, "pingpong"));
 	x_log_recv(res[0], L);
 	close(res[0]);
 	t_log_put(L, x_poll(a, POLLIN | POLLOUT, 0));
@@ -229,7 +229,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds, struct t_log *L)
 		x_step(I->name, "pingpong: the child's reads of 3");
 		_exit(rd64(I, b) != 1 || rd64(I, b) != 1 || rd64(I, b) != 1);
 	}
-	t_log_put(L, x_reap(&c, 5000, "pingpong 3"));
+	t_log_put(L, t_child_reap(&c, 5000, "pingpong 3"));
 	t_log_put(L, x_poll(b, POLLIN | POLLOUT, 0));
 	CHECK_EQ(I->cl(a), 0);
 	CHECK_EQ(I->cl(b), 0);
@@ -270,7 +270,7 @@ static void many_run(const struct impl *I, int sem, int64_t m, struct t_log *L)
 {
 	int efd = I->efd(0, EFD_NONBLOCK | (sem ? EFD_SEMAPHORE : 0));
 	int stop[2], res[2];
-	struct xchild w[NWRITERS], r;
+	struct t_child w[NWRITERS], r;
 	int64_t total = 0, sum = 0, bad = 0;
 	uint64_t deadline;
 
@@ -339,16 +339,16 @@ static void many_run(const struct impl *I, int sem, int64_t m, struct t_log *L)
 			continue;
 		}
 		for (int k = 0; k < NWRITERS; k++)
-			ended += x_ended(&w[k]);
+			ended += t_child_ended(&w[k]);
 		if ((ended == NWRITERS && rev == 0) || t_now_ns() > deadline)
 			break;
 	}
 	x_step_end();
 	for (int k = 0; k < NWRITERS; k++)
-		t_log_put(L, x_reap(&w[k], 5000, "many: writer"));
+		t_log_put(L, t_child_reap(&w[k], 5000, "many: writer"));
 	if (write(stop[1], "s", 1) != 1)
 		bad++;
-	t_log_put(L, x_reap(&r, 5000, "many: reader"));
+	t_log_put(L, t_child_reap(&r, 5000, "many: reader"));
 	{
 		struct t_log cl = { .n = 0 };
 
@@ -418,7 +418,7 @@ static void wake_run(const struct impl *I, enum wake_mode mode, struct t_log *L)
 {
 	int efd = I->efd(0, 0), ep = -1, res[2];
 	struct epoll_event ev[2];
-	struct xchild c;
+	struct t_child c;
 
 	REQUIRE(efd >= 0 && pipe(res) == 0);
 	if (mode == W_PINST) {
@@ -501,7 +501,7 @@ static void wake_run(const struct impl *I, enum wake_mode mode, struct t_log *L)
 		t_log_put(L, wr64(I, efd, 5));
 	}
 	x_step_end();
-	t_log_put(L, x_reap(&c, 10000, WAKE_NAME[mode]));
+	t_log_put(L, t_child_reap(&c, 10000, WAKE_NAME[mode]));
 	x_log_recv(res[0], L);
 	close(res[0]);
 	t_log_put(L, x_poll(efd, POLLIN | POLLOUT, 0));
@@ -532,7 +532,7 @@ static void test_wake(void)
 static void full_run(const struct impl *I, int child_writes, struct t_log *L)
 {
 	int efd = I->efd(0, 0), res[2];
-	struct xchild c;
+	struct t_child c;
 
 	REQUIRE(efd >= 0 && pipe(res) == 0);
 	CHECK_EQ(wr64(I, efd, MAXV), 0);
@@ -565,7 +565,7 @@ static void full_run(const struct impl *I, int child_writes, struct t_log *L)
 		t_log_put(L, wr64(I, efd, 1));
 	}
 	x_step_end();
-	t_log_put(L, x_reap(&c, 10000, "full"));
+	t_log_put(L, t_child_reap(&c, 10000, "full"));
 	x_log_recv(res[0], L);
 	close(res[0]);
 	/* the blocked write's 1 is there now */
@@ -639,7 +639,7 @@ static void co_run(const struct impl *I, uint32_t flags, enum co_mode mode,
 {
 	int nb = mode == CO_CHILD_POLLS || mode == CO_CHILD_EXITS;
 	int efd = I->efd(0, nb ? EFD_NONBLOCK : 0), res[2];
-	struct xchild c;
+	struct t_child c;
 
 	REQUIRE(efd >= 0 && pipe(res) == 0);
 	coalesce(I, efd, 2000, flags);
@@ -669,14 +669,14 @@ static void co_run(const struct impl *I, uint32_t flags, enum co_mode mode,
 		for (int i = 0; i < 10; i++)
 			t_log_put(L, wr64(I, efd, 1));
 	} else if (mode == CO_CHILD_EXITS) {
-		t_log_put(L, x_reap(&c, 10000, CO_NAME[mode]));
+		t_log_put(L, t_child_reap(&c, 10000, CO_NAME[mode]));
 		t_log_put(L, read_sum(I, efd, BURST, 1, 8000));
 	} else {
 		t_log_put(L, read_sum(I, efd, BURST, 0, 8000));
 	}
 	x_step_end();
 	if (mode != CO_CHILD_EXITS)
-		t_log_put(L, x_reap(&c, 10000, CO_NAME[mode]));
+		t_log_put(L, t_child_reap(&c, 10000, CO_NAME[mode]));
 	x_log_recv(res[0], L);
 	close(res[0]);
 	/* nothing held is left behind */

@@ -238,7 +238,7 @@ static void check_alive(int efd)
 /* 5: a second child blocked in read, woken by the parent's write. */
 static void check_blocked_reader(int efd)
 {
-	struct xchild c;
+	struct t_child c;
 	int st;
 
 	set_nonblock(efd, 0);
@@ -250,7 +250,7 @@ static void check_blocked_reader(int efd)
 	x_step(cur->name, "write for the second child");
 	CHECK_EQ(wr64(efd, 1), 0);
 	x_step_end();
-	st = x_reap(&c, DEADLINE_MS + 3000, "second child's blocked read");
+	st = t_child_reap(&c, DEADLINE_MS + 3000, "second child's blocked read");
 	if (st)
 		fail_at("a blocked read in a second child", "status %d", st);
 	set_nonblock(efd, 1);
@@ -268,14 +268,14 @@ static void random_kills(int efd, uint64_t *seed)
 	killed_in = "at random";
 	for (round_no = 0; round_no < MAX_ROUNDS && t_now_ns() < end;
 	     round_no++) {
-		struct xchild c;
+		struct t_child c;
 		uint64_t s = t_rand(seed);
 
 		memset(sh, 0, sizeof(*sh));
 		if (x_fork(&c) == 0)
 			busy_child(efd, s | 1);
 		usleep((useconds_t)(t_rand(seed) % 2001));
-		x_kill(&c);
+		t_child_kill(&c);
 		ops += atomic_load(&sh->ops);
 		n++;
 		check_alive(efd);
@@ -295,7 +295,7 @@ static const char *const B_NAME[B_N] = { "blocked in read", "blocked in poll",
 static void blocked_kills(int efd)
 {
 	for (int b = 0; b < B_N; b++) {
-		struct xchild c;
+		struct t_child c;
 
 		/* a full semaphore would take 2^64 reads to drain */
 		if (b == B_WRITE && (cur->flags & EFD_SEMAPHORE))
@@ -334,7 +334,7 @@ static void blocked_kills(int efd)
 		if (!t_wait_sleeping((int)c.pid, 3000))
 			fprintf(stderr, "%s: %s: the child was not seen asleep\n",
 				cur->name, B_NAME[b]);
-		x_kill(&c);
+		t_child_kill(&c);
 		if (c.status != 128 + SIGKILL)
 			fail_at(B_NAME[b], "the child ended by itself (%d)",
 				c.status);

@@ -51,7 +51,7 @@ int main(void)
 	int efd, sem, kfd, res[2];
 	int got[4] = { -1, -1, -1, -1 };
 	uint64_t v = 0, one = 1;
-	struct xchild c;
+	struct t_child c;
 	int calls;
 
 	unsetenv("UEPOLL_EVENTFD_COALESCE");
@@ -93,7 +93,7 @@ int main(void)
 		_exit(uepoll_close(efd) || uepoll_close(sem) || close(kfd));
 	}
 	close(res[1]);
-	CHECK_EQ(x_reap(&c, 10000, "the child"), 0);
+	CHECK_EQ(t_child_reap(&c, 10000, "the child"), 0);
 	if (read(res[0], got, sizeof(got)) != sizeof(got))
 		CHECK(!"the child's counts");
 	close(res[0]);

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -272,4 +274,76 @@ void t_log_same(const struct t_log *k, const struct t_log *u,
 			t_failures++;
 			return;
 		}
+}
+
+int t_child_fork(struct t_child *c)
+{
+	pid_t parent = getpid();
+
+	fflush(NULL);
+	c->done = 0;
+	c->status = -1;
+	c->pid = fork();
+	REQUIRE(c->pid >= 0);
+	if (c->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(99);
+		t_failures = 0;
+	}
+	return c->pid;
+}
+
+static int t_child__decode(int st)
+{
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+int t_child_ended(struct t_child *c)
+{
+	int st;
+
+	if (!c->done && waitpid(c->pid, &st, WNOHANG) == c->pid) {
+		c->done = 1;
+		c->status = t_child__decode(st);
+	}
+	return c->done;
+}
+
+int t_child_reap(struct t_child *c, int ms, const char *what)
+{
+	uint64_t deadline = t_now_ns() + (uint64_t)ms * 1000000u;
+	int st;
+
+	while (!t_child_ended(c)) {
+		if (t_now_ns() > deadline) {
+			fprintf(stderr, "%s: child %d hung: killed\n", what,
+				c->pid);
+			kill(c->pid, SIGKILL);
+			if (waitpid(c->pid, &st, 0) == c->pid)
+				c->status = t_child__decode(st);
+			c->done = 1;
+			t_failures++;
+			return -1;
+		}
+		usleep(500);
+	}
+	if (c->status != 0)
+		fprintf(stderr, "%s: child status %d\n", what, c->status);
+	return c->status;
+}
+
+int t_child_kill(struct t_child *c)
+{
+	int st;
+
+	if (c->done)
+		return c->status;
+	kill(c->pid, SIGKILL);
+	while (waitpid(c->pid, &st, 0) != c->pid)
+		if (errno != EINTR)
+			return -1;
+	c->done = 1;
+	c->status = t_child__decode(st);
+	return c->status;
 }

@@ -85,6 +85,20 @@ void t_sleep_ms(int ms);
  * failure naming the test instead of a ctest timeout.
  */
 void t_watchdog(unsigned int secs);
+
+/* A forked child that dies with its parent, reaped within a deadline. */
+struct t_child {
+	int pid;
+	int done, status; /* status: exit code, or 128 + signal */
+};
+/* fork(): 0 in the child (its t_failures reset), the pid in the parent. */
+int t_child_fork(struct t_child *c);
+/* 1 if the child has ended (its status in c->status). */
+int t_child_ended(struct t_child *c);
+/* Wait up to ms for the child, else SIGKILL it and fail; its status. */
+int t_child_reap(struct t_child *c, int ms, const char *what);
+/* Kill the child now and reap it; its status. */
+int t_child_kill(struct t_child *c);
 /* Join th if it ends within about ms milliseconds (rounded up to whole
  * seconds plus one: a loose bound that catches a hang); 1 if joined. */
 int t_join_within(pthread_t th, int ms);

@@ -90,88 +90,17 @@ static inline int x_poll(int fd, short events, int ms)
 
 /* ---- children --------------------------------------------------------- */
 
-struct xchild {
-	pid_t pid;
-	int done, status; /* status: exit code, or 128 + signal */
-};
-
 /* fork(): 0 in the child (which dies with the parent), the pid in the
- * parent. */
-static inline pid_t x_fork(struct xchild *c)
+ * parent (testlib's t_child_*). */
+static inline pid_t x_fork(struct t_child *c)
 {
-	pid_t parent = getpid();
+	pid_t p = t_child_fork(c);
 
-	fflush(NULL);
-	c->done = 0;
-	c->status = -1;
-	c->pid = fork();
-	REQUIRE(c->pid >= 0);
-	if (c->pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(99);
-		t_failures = 0;
+	if (p == 0) {
 		x_who = "child";
 		alarm(0);
 	}
-	return c->pid;
-}
-
-static inline int x__decode(int st)
-{
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-/* 1 if the child has ended (its status in c->status). */
-static inline int x_ended(struct xchild *c)
-{
-	int st;
-
-	if (!c->done && waitpid(c->pid, &st, WNOHANG) == c->pid) {
-		c->done = 1;
-		c->status = x__decode(st);
-	}
-	return c->done;
-}
-
-/* Wait up to ms for the child, else SIGKILL it and fail; its status. */
-static inline int x_reap(struct xchild *c, int ms, const char *what)
-{
-	uint64_t deadline = t_now_ns() + (uint64_t)ms * 1000000u;
-	int st;
-
-	while (!x_ended(c)) {
-		if (t_now_ns() > deadline) {
-			fprintf(stderr, "%s: child %d hung: killed\n", what,
-				(int)c->pid);
-			kill(c->pid, SIGKILL);
-			if (waitpid(c->pid, &st, 0) == c->pid)
-				c->status = x__decode(st);
-			c->done = 1;
-			t_failures++;
-			return -1;
-		}
-		usleep(500);
-	}
-	if (c->status != 0)
-		fprintf(stderr, "%s: child status %d\n", what, c->status);
-	return c->status;
-}
-
-/* Kill the child now and reap it. */
-static inline int x_kill(struct xchild *c)
-{
-	int st;
-
-	if (c->done)
-		return c->status;
-	kill(c->pid, SIGKILL);
-	while (waitpid(c->pid, &st, 0) != c->pid)
-		if (errno != EINTR)
-			return -1;
-	c->done = 1;
-	c->status = x__decode(st);
-	return c->status;
+	return p;
 }
 
 /* ---- a child's log, through a pipe ------------------------------------ */
