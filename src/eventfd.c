@@ -966,6 +966,9 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 {
 	bool hw; /* UEVENTFD_HOLD_WRITES: the write goes to `held` (HOLD) */
 	bool kw = false; /* SHARED: the kernel fd was written for it */
+	/* SHARED: its locked section settled the kernel fd, and a shared
+	 * ueventfd has no userspace watcher: nothing left for uefd__wrote. */
+	bool settled = false;
 	_Atomic uint64_t *to;
 	uint64_t v, cur;
 	int r;
@@ -1003,9 +1006,12 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		if (!hw && unlikely(uefd__shared(e)) &&
 		    uefd__crosses(cur, cur + v)) {
 			/* SHARED: a change of class, under the lock. */
-			if (uefd__xcas(e, &cur, cur + v,
-				       uefd__hold_us(e, cur + v) != 0, &kw))
+			bool defer = uefd__hold_us(e, cur + v) != 0;
+
+			if (uefd__xcas(e, &cur, cur + v, defer, &kw)) {
+				settled = !defer;
 				break;
+			}
 			continue;
 		}
 		if (atomic_compare_exchange_weak(to, &cur, cur + v))
@@ -1019,9 +1025,9 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 			 uefd__owed_hold);
 		return sizeof(v);
 	}
-	if (!hw)
+	if (!hw && !settled)
 		uefd__wrote(e, cur + v, false);
-	else
+	else if (hw)
 		uefd__held(e, cur + v);
 	/* SHARED: an edge per write for edge-triggered kernel watchers, as
 	 * the kernel's (not for a coalesced write: its delivery wakes). */
@@ -1190,13 +1196,15 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			if (unlikely(uefd__shared(e)) &&
 			    uefd__crosses(c, c - take)) {
 				/* SHARED: a change of class, under the lock. */
+				/* (Its locked section settled the kernel fd.) */
 				if (!uefd__xcas(e, &c, c - take, false, &kw))
 					continue;
 			} else if (!atomic_compare_exchange_weak(&e->sh->count,
 								 &c, c - take)) {
 				continue;
+			} else {
+				uefd__sync(e);
 			}
-			uefd__sync(e);
 			if (atomic_load_explicit(&e->sh->empty_reads,
 						 memory_order_relaxed))
 				atomic_store_explicit(&e->sh->empty_reads, 0,
