@@ -1428,6 +1428,19 @@ void uefd_watched_outside(struct uefd *e)
 
 static void uefd__xdemote_end(struct uefd *e);
 
+/* DEMOTE, SHARED: e's wait queue is dead (no new watcher).  What was held
+ * is shown and the timer has finished with it; the kernel fd is exact from
+ * now on (UEVENTFD_NOPOLL ends); the watchers become registrations of it,
+ * whose class is the counter's.  0, or the first error of one. */
+static int uefd__to_kernel_watchers(struct uefd *e)
+{
+	uefd__flush(e);
+	timer_wait_idle(&e->co_timer);
+	atomic_store(&e->sh->nopoll, false);
+	uefd__sync(e);
+	return port_demote_source(&e->wq, &e->obj);
+}
+
 void uefd_demote_wait(struct uefd *e)
 {
 	int s;
@@ -1551,13 +1564,7 @@ int uefd_demote(struct uefd *e)
 	e->wq.dead = true;
 	atomic_store_explicit(&e->sh->co_delay_us, 0, memory_order_relaxed);
 	lock_drop(&e->wq.lock);
-	uefd__flush(e);
-	timer_wait_idle(&e->co_timer);
-	/* The kernel fd exact from now on (UEVENTFD_NOPOLL ends). */
-	atomic_store(&e->sh->nopoll, false);
-	uefd__sync(e);
-	/* The watchers watch the kernel fd, whose class is the counter's. */
-	r = port_demote_source(&e->wq, &e->obj);
+	r = uefd__to_kernel_watchers(e);
 	/* The counter, and what a racing held write left (count + held never
 	 * exceeds UEFD_MAX). */
 	c = atomic_exchange(&e->sh->count, UEFD_GONE);
@@ -1611,11 +1618,7 @@ int uefd_share(struct uefd *e)
 				uefd_kedge(e);
 	}
 	lock_drop(&e->wq.lock);
-	uefd__flush(e);
-	timer_wait_idle(&e->co_timer);
-	atomic_store(&e->sh->nopoll, false);
-	uefd__sync(e);
-	r = port_demote_source(&e->wq, &e->obj);
+	r = uefd__to_kernel_watchers(e);
 	atomic_store(&e->sh->kwatch, 2);
 	sys_futex_xwake(&e->sh->kwatch, INT_MAX);
 	(void)uefd__xlock(e); /* nobody else takes it before `shared` */
