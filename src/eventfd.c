@@ -491,15 +491,20 @@ static uint64_t uefd__xmove(struct uefd *e, uint64_t *from)
 			sys_eventfd_add(e->obj.kfd, 1);
 			atomic_store(&e->sh->kunits, 1);
 		}
+		/* The clear right after the CAS: the window in which a death
+		 * has the batch added twice is these two instructions. */
 		if (atomic_compare_exchange_strong(&e->sh->count, &c,
-						   c + take))
+						   c + take)) {
+			atomic_store(&e->sh->moving, 0);
 			break;
+		}
 	}
 	if (m && c != UEFD_GONE && take < m)
 		atomic_fetch_add(&e->sh->held, m - take);
 	if (m && c == UEFD_GONE) /* demoted: the kernel fd is the counter */
 		(void)sys_write(e->obj.kfd, &m, sizeof(m));
-	atomic_store(&e->sh->moving, 0);
+	if (m && c == UEFD_GONE)
+		atomic_store(&e->sh->moving, 0);
 	*from = c;
 	return take;
 }
@@ -980,8 +985,12 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	memcpy(&v, buf, sizeof(v));
 	if (v == UINT64_MAX)
 		return -EINVAL;
-	hw = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
-	     UEFD_HOLD_BIT;
+	/* SHARED: the wakeups only are held (a plain delay): moving a held
+	 * batch into the counter is two words, and a process killed between
+	 * them would lose or double it (t_xproc_kill, TSan). */
+	hw = (atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
+	      UEFD_HOLD_BIT) &&
+	     !uefd__shared(e);
 	to = hw ? &e->sh->held : &e->sh->count;
 	cur = atomic_load(to);
 	for (;;) {
