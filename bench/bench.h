@@ -239,6 +239,15 @@ struct hist {
 void hist_add(struct hist *h, uint64_t ns);
 /* n samples of the same value. */
 void hist_add_n(struct hist *h, uint64_t ns, uint64_t n);
+/* pubsub's latency (sc_pubsub.c, sc_xpubsub.c): a read at time t collected
+ * the v writes of sequence numbers first.. (each adds 1), whose stamps are
+ * in stamp[seq % ring] (ring a power of 2); pub: writes done so far.  At
+ * most `samples` of them, evenly spaced (the oldest always), each weighted
+ * by its share of v.  Returns the samples whose stamp the ring overwrote
+ * since (skipped). */
+uint64_t hist_add_stamps(struct hist *h, const _Atomic uint64_t *stamp,
+			 uint64_t ring, uint64_t first, uint64_t v,
+			 uint64_t pub, uint64_t t, uint64_t samples);
 /* Percentile (0..100) in microseconds; NaN when empty. */
 double hist_pct_us(const struct hist *h, double pct);
 

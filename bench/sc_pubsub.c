@@ -147,26 +147,12 @@ static double ps_timer_ctx(void)
 
 static void ps_collect(struct ps *ps, uint64_t v)
 {
-	uint64_t t = now_ns(), first = ps->collected;
 	uint64_t pub = atomic_load_explicit(&ps->pub_n, memory_order_acquire);
 
-	uint64_t k = v < LAT_SAMPLES ? v : LAT_SAMPLES, w = v / k;
-
+	ps->lat_skipped += hist_add_stamps(ps->h, ps->stamp, RING,
+					   ps->collected, v, pub, now_ns(),
+					   LAT_SAMPLES);
 	ps->collected += v;
-	for (uint64_t j = 0; j < k; j++) {
-		uint64_t seq = first + j * (v / k);
-
-		/* Its stamp was overwritten if the ring wrapped since. */
-		if (pub - seq >= RING) {
-			ps->lat_skipped++;
-			continue;
-		}
-		/* The remainder of v / k rides on the oldest sample. */
-		hist_add_n(ps->h,
-			   t - atomic_load_explicit(&ps->stamp[seq & (RING - 1)],
-						    memory_order_relaxed),
-			   j == 0 ? w + v % k : w);
-	}
 }
 
 static void *ps_sub(void *arg)

@@ -102,24 +102,12 @@ static double ru_cpu_s(const struct rusage *ru)
 /* A read of v writes, from the write seq `first` on: latency samples. */
 static void xps_collect(struct xps_shm *sh, uint64_t v)
 {
-	uint64_t t = now_ns(), first = sh->collected;
 	uint64_t pub = atomic_load_explicit(&sh->pub_n, memory_order_acquire);
-	uint64_t k = v < XPS_LAT_SAMPLES ? v : XPS_LAT_SAMPLES, w = v / k;
 
+	sh->lat_skipped += hist_add_stamps(&sh->h, sh->stamp, XPS_RING,
+					   sh->collected, v, pub, now_ns(),
+					   XPS_LAT_SAMPLES);
 	sh->collected += v;
-	for (uint64_t j = 0; j < k; j++) {
-		uint64_t seq = first + j * w;
-
-		if (pub - seq >= XPS_RING) { /* overwritten since */
-			sh->lat_skipped++;
-			continue;
-		}
-		hist_add_n(&sh->h,
-			   t - atomic_load_explicit(
-				       &sh->stamp[seq & (XPS_RING - 1)],
-				       memory_order_relaxed),
-			   j == 0 ? w + v % k : w);
-	}
 }
 
 static _Noreturn void xps_sub_fail(struct xps_shm *sh, const char *what)

@@ -93,6 +93,28 @@ static double hist_value(int i)
 	return ((double)(HIST_SUB + sub) + 0.5) * ldexp(1.0, shift);
 }
 
+uint64_t hist_add_stamps(struct hist *h, const _Atomic uint64_t *stamp,
+			 uint64_t ring, uint64_t first, uint64_t v,
+			 uint64_t pub, uint64_t t, uint64_t samples)
+{
+	uint64_t k = v < samples ? v : samples, skipped = 0;
+
+	for (uint64_t j = 0; j < k; j++) {
+		uint64_t seq = first + j * (v / k);
+
+		if (pub - seq >= ring) {
+			skipped++;
+			continue;
+		}
+		/* The remainder of v / k rides on the oldest sample. */
+		hist_add_n(h,
+			   t - atomic_load_explicit(&stamp[seq & (ring - 1)],
+						    memory_order_relaxed),
+			   j == 0 ? v / k + v % k : v / k);
+	}
+	return skipped;
+}
+
 void hist_add_n(struct hist *h, uint64_t ns, uint64_t n)
 {
 	int i = hist_index(ns);
