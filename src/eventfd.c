@@ -37,8 +37,9 @@
  * UEVENTFD_NOPOLL (nobody polls the fd from outside uepoll): a sync only
  * raises kunits from 0 for a non-zero counter, so that a sleeper wakes; it
  * never drains, so a write or read makes a system call only when a reader
- * slept: the kernel fd stays readable after the counter was emptied, and a
- * reader about to sleep first takes the stale unit.
+ * slept: the kernel fd stays readable after the counter was emptied.  A
+ * reader about to sleep does not sleep on the kernel fd but naps on a futex
+ * word (NAP, at uefd__nap), and leaves the stale unit where it is.
  * A semaphore counter taken off its maximum leaves K at the maximum less
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.
@@ -460,9 +461,9 @@ static bool uefd__settle(struct uefd *e, bool defer)
 	}
 }
 
-/* SHARED: the counter left 0 (its CAS is done): wake the blocked readers
- * of every process, counted in xsleepers (seq_cst load after the CAS:
- * Dekker with uefd__xsleep). */
+/* The counter left 0 (its CAS is done): wake the blocked readers asleep
+ * on rwake, counted in xsleepers: SHARED's of every process, NAP's of this
+ * one (seq_cst load after the CAS: Dekker with uefd__xsleep, uefd__nap). */
 static void uefd__xwake(struct uefd *e)
 {
 	if (atomic_load(&e->sh->xsleepers)) {
@@ -757,6 +758,8 @@ static void uefd__deliver(struct uefd *e)
 		wq_kick(&e->wq);
 	/* kfd is ours whatever became of the public number. */
 	uefd__sync(e);
+	if (atomic_load(&e->sh->count))
+		uefd__xwake(e); /* NAP */
 }
 
 /* Deliver now what the timer would have: the deferred wakeups if a run was
@@ -1028,8 +1031,10 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	}
 	if (unlikely(lock_held_here())) {
 		/* A signal handler inside one of our locks: SIGNALS. */
-		if (!hw)
+		if (!hw) {
 			uefd__sync(e);
+			uefd__xwake(e); /* NAP (async-signal-safe) */
+		}
 		lock_owe(&e->owed, hw ? UEFD_OWE_HELD : UEFD_OWE_IN,
 			 uefd__owed_hold);
 		return sizeof(v);
@@ -1068,11 +1073,16 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 	 * edge-triggered watcher sees one event per write. */
 	if (atomic_load(&e->wq.narmed))
 		held = wq_wake(&e->wq, EPOLLIN, hold != 0);
-	if (!hold)
+	if (!hold) {
 		uefd__sync(e);
-	else if (uefd__class(atomic_load(&e->sh->kunits)) !=
-		 uefd__class(now_count))
-		held = true; /* the timer's delivery syncs (MIRROR) */
+		uefd__xwake(e); /* NAP */
+	} else if (uefd__class(atomic_load(&e->sh->kunits)) !=
+			   uefd__class(now_count) ||
+		   atomic_load(&e->sh->xsleepers)) {
+		/* The timer's delivery syncs (MIRROR) and wakes the nappers
+		 * (NAP: seq_cst load after the CAS, as in uefd__xwake). */
+		held = true;
+	}
 	/* COALESCE: a sleeper is owed a wakeup; the timer delivers it, or we
 	 * do now if it cannot be armed. */
 	if (held && uefd__arm(e, (uint64_t)hold * 1000u) < 0)
@@ -1185,6 +1195,46 @@ static int uefd__xsleep(struct uefd *e)
 	return r == -EINTR ? r : 0;
 }
 
+/*
+ * NAP (issue 19): a blocked read of a UEVENTFD_NOPOLL ueventfd sleeps on the
+ * futex word rwake, counted in xsleepers, as SHARED's readers do, not in
+ * read(2) on the kernel fd.  A write wakes it (uefd__xwake, after its CAS
+ * and sync) and nobody takes the kernel fd's unit, which stays (NOPOLL's
+ * stale unit): so a handoff costs a FUTEX_WAKE and a FUTEX_WAIT, and no
+ * mirror call on either side.  The word is read first, then the reader is
+ * counted, then it looks at the counter and at `shared` (seq_cst: Dekker
+ * with a writer's CAS then load of xsleepers; with DEMOTE's exchange and
+ * uefd_share's store of `shared`, each followed by uefd__mirror_quiesce's
+ * wake; a coalesced write that sees a napper arms its timer, whose
+ * delivery wakes: models/rnap.pml).  The wait has no timeout: after a
+ * handler with SA_RESTART the kernel restarts it, without SA_RESTART the
+ * read fails with EINTR, as read(2) on an eventfd does.  A cancellation
+ * point that leaves nothing behind.
+ */
+static int uefd__nap(struct uefd *e)
+{
+	uint32_t seq;
+	int r = 0, fl;
+
+	/* O_NONBLOCK, set or cleared with uepoll_fcntl or a plain fcntl(2),
+	 * is the kernel fd's: one F_GETFL (on the way to sleeping, or to
+	 * EAGAIN) asks it, and leaves the stale unit alone. */
+	fl = sys_fcntl_getfl(e->obj.kfd);
+	if (fl < 0)
+		return fl;
+	atomic_store_explicit(&e->sh->nonblock, (fl & O_NONBLOCK) != 0,
+			      memory_order_relaxed);
+	if (fl & O_NONBLOCK)
+		return -EAGAIN;
+	seq = atomic_load(&e->sh->rwake);
+	atomic_fetch_add(&e->sh->xsleepers, 1);
+	pthread_cleanup_push(uefd__xunsleep, e);
+	if (!atomic_load(&e->sh->count) && !atomic_load(&e->sh->shared))
+		r = sys_futex_xsleep(&e->sh->rwake, seq, -1);
+	pthread_cleanup_pop(1);
+	return r == -EINTR ? r : 0;
+}
+
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 {
 	uint64_t c, take;
@@ -1256,6 +1306,13 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			return -EAGAIN;
 		if (unlikely(uefd__shared(e))) {
 			r = uefd__xsleep(e);
+			if (r < 0)
+				return r;
+			c = atomic_load(&e->sh->count);
+			continue;
+		}
+		if (atomic_load_explicit(&e->sh->nopoll, memory_order_relaxed)) {
+			r = uefd__nap(e);
 			if (r < 0)
 				return r;
 			c = atomic_load(&e->sh->count);
@@ -1411,6 +1468,11 @@ static int uefd__fork_child(struct uobj *o)
 			/* Stores only where something changes (COW: see
 			 * port.c's). */
 			obj_fork_zero(&e->sh->wwaiters);
+			/* (A thread of the parent asleep: NAP.) */
+			if (atomic_load_explicit(&e->sh->xsleepers,
+						 memory_order_relaxed))
+				atomic_store_explicit(&e->sh->xsleepers, 0,
+						      memory_order_relaxed);
 		}
 	}
 	if (bits) {
@@ -1481,6 +1543,8 @@ void uefd_demote_wait(struct uefd *e)
  * (seq_cst loads here: Dekker). */
 static void uefd__mirror_quiesce(struct uefd *e)
 {
+	/* NAP: its readers look again, and find UEFD_GONE or `shared`. */
+	uefd__xwake(e);
 	while (atomic_load(&e->sh->syncing))
 		sys_yield();
 	while (atomic_load(&e->sh->nsleep)) {
