@@ -8,7 +8,8 @@
  * is the latency.  The `futex` row is the floor: a bare futex word, the same
  * hand-off with nothing else.  The `efd-read` rows have no instance: each
  * thread blocks in read(2) on its own eventfd (uepoll_read on a ueventfd:
- * a sleep in the mirror's read, MIRROR in src/eventfd.c).  Both threads
+ * a sleep in the mirror's read, MIRROR in src/eventfd.c; on a NOPOLL one,
+ * a nap on a futex word, NAP there).  Both threads
  * are pinned: to the same CPU
  * (a wakeup is a context switch) or to two CPUs (a wakeup crosses CPUs).
  * The `efd-fork` rows are `efd-read` with B a forked process: two
@@ -85,11 +86,14 @@ static const struct pp_variant {
 	{ "pipe/same-cpu", SRC_PIPE, SYSM_KU, 0, 0, "" },
 	{ "pipe/cross-cpu", SRC_PIPE, SYSM_KU, 1, 0, "" },
 	/* No instance: each thread blocks in read(2) on its own eventfd
-	 * (uepoll_read on a ueventfd: MIRROR's sleep in eventfd.c). */
+	 * (uepoll_read on a ueventfd: MIRROR's sleep in eventfd.c, or NAP's
+	 * on a NOPOLL one). */
 	{ "efd-read/same-cpu", SRC_EFD, SYSM_KU, PP_READ, 0, "" },
 	{ "efd-read-nopoll/same-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL),
 	  PP_READ, 0, "efd-read/same-cpu" },
 	{ "efd-read/cross-cpu", SRC_EFD, SYSM_KU, PP_READ | 1, 0, "" },
+	{ "efd-read-nopoll/cross-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL),
+	  PP_READ | 1, 0, "efd-read/cross-cpu" },
 	/* B a forked process, EFD_SEMAPHORE, blocking reads. */
 	{ "efd-fork/same-cpu", SRC_EFD, SYSM_KU, PP_READ | PP_FORK, 0, "" },
 	{ "efd-fork/cross-cpu", SRC_EFD, SYSM_KU, PP_READ | PP_FORK | 1, 0,
