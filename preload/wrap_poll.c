@@ -42,7 +42,7 @@ void poll_mark_fds(const struct pollfd *pfd, nfds_t n)
 		return;
 	for (nfds_t i = 0; i < n; i++)
 		if (pfd[i].fd >= 0 && preload_maybe_object(pfd[i].fd))
-			uobj_polled(pfd[i].fd);
+			uobj_polled(pfd[i].fd, 0);
 }
 
 /* Every object in the first nfds of the sets becomes exact. */
@@ -57,7 +57,7 @@ void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
 		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
 		     (x && FD_ISSET(fd, x))) &&
 		    preload_maybe_object(fd))
-			uobj_polled(fd);
+			uobj_polled(fd, 0);
 }
 
 PRELOAD_WRAP int poll(struct pollfd *pfd, nfds_t n, int timeout)

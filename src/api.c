@@ -85,7 +85,7 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		/* A kernel epoll will poll our object's fd: it must be exact
 		 * (UEPOLL_NOPOLL and UEVENTFD_NOPOLL end). */
 		if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
-			uobj_polled(fd);
+			uobj_polled(fd, event ? event->events : 0);
 		return (int)api__ret(sys_epoll_ctl(epfd, op, fd, event));
 	}
 	r = uobj_ops(o)->ctl(o, op, fd, event);

@@ -1043,10 +1043,13 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 		uefd__wrote(e, cur + v, false);
 	else if (hw)
 		uefd__held(e, cur + v);
-	/* SHARED: an edge per write for edge-triggered kernel watchers, as
-	 * the kernel's (not for a coalesced write: its delivery wakes). */
-	if (unlikely(uefd__shared(e)) && !kw && !hw &&
-	    atomic_load_explicit(&e->sh->kedge, memory_order_relaxed) &&
+	/* An edge per write for edge-triggered kernel watchers (kedge), as
+	 * the kernel's: a write that left the kernel fd alone (SHARED: did
+	 * not write it; else: kept the class, so its sync wrote nothing)
+	 * writes 0 to it, which wakes them.  Not a coalesced write: its
+	 * delivery wakes. */
+	if (unlikely(atomic_load_explicit(&e->sh->kedge, memory_order_relaxed)) &&
+	    !hw && (uefd__shared(e) ? !kw : !uefd__crosses(cur, cur + v)) &&
 	    !uefd__hold_us(e, cur + v))
 		sys_eventfd_add(e->obj.kfd, 0);
 	/* A write that filled the counter ended EPOLLOUT: a watched instance
@@ -1721,8 +1724,10 @@ static void uefd__flags_set(struct uobj *o, int fl)
 }
 
 /* (ctl and wait: the kernel's answer for an eventfd, EINVAL.) */
-static void uefd__polled(struct uobj *o)
+static void uefd__polled(struct uobj *o, uint32_t events)
 {
+	if (events & EPOLLET)
+		uefd_kedge((struct uefd *)o);
 	uefd_watched_outside((struct uefd *)o);
 }
 

@@ -81,8 +81,9 @@ struct uefd_ctr {
 	/* SHARED: 1 while uefd_share makes the watchers kernel registrations,
 	 * 2 once they are (futex word: a ctl waits for 2). */
 	_Atomic uint32_t kwatch;
-	/* SHARED: some kernel registration of the fd is edge-triggered (set
-	 * for good): a write that leaves the class as it was writes 0 to the
+	/* Some kernel registration of the fd is edge-triggered (set for
+	 * good; SHARED's, or one made through uepoll_ctl or an instance's
+	 * demotion): a write that leaves the class as it was writes 0 to the
 	 * kernel fd, whose wakeup gives that watcher its edge per write. */
 	_Atomic uint32_t kedge;
 	/* SHARED HOLD: when the held batch is due (CLOCK_MONOTONIC ns, 0:

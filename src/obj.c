@@ -373,13 +373,13 @@ void uobj_forget(int fd)
 	}
 }
 
-void uobj_polled(int fd)
+void uobj_polled(int fd, uint32_t events)
 {
 	struct uobj *o = fdtab_get(fd);
 
 	if (o) {
 		if (uobj__ops[o->type]->polled)
-			uobj__ops[o->type]->polled(o);
+			uobj__ops[o->type]->polled(o, events);
 		uobj_put(o);
 	}
 }

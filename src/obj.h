@@ -106,8 +106,10 @@ struct uobj_ops {
 	int (*fork_child)(struct uobj *o);
 	/* Something outside uepoll's calls polls the file (poll(), select(),
 	 * a kernel epoll): its readiness must be exact from now on
-	 * (UEPOLL_NOPOLL, UEVENTFD_NOPOLL end).  May be NULL. */
-	void (*polled)(struct uobj *o);
+	 * (UEPOLL_NOPOLL, UEVENTFD_NOPOLL end).  events: a kernel epoll's
+	 * registration (EPOLLET: a ueventfd owes it an edge per write), else
+	 * 0.  May be NULL. */
+	void (*polled)(struct uobj *o, uint32_t events);
 };
 
 /* The table of o's type (set once, when its memory was first carved). */
@@ -159,8 +161,9 @@ void uobj_put(struct uobj *o);
  * Calls in flight on it finish on its private fd. */
 void uobj_forget(int fd);
 /* fd's object, if any, is polled from outside uepoll's calls (the preload
- * layer's poll/select wrappers, a ctl into a kernel epoll): ops->polled. */
-void uobj_polled(int fd);
+ * layer's poll/select wrappers, a ctl into a kernel epoll, with its events):
+ * ops->polled. */
+void uobj_polled(int fd, uint32_t events);
 /* The same for object o (the caller holds a reference), if fd still leads
  * to it. */
 void uobj_unpublish(int fd, struct uobj *o);

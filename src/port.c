@@ -629,8 +629,11 @@ int port_demote(struct port *p)
 	for (size_t i = 0; i < n; i++) {
 		int fd;
 
-		if (v[i].src->type == UOBJ_EVENTFD)
+		if (v[i].src->type == UOBJ_EVENTFD) {
+			if (v[i].ev.events & EPOLLET)
+				uefd_kedge((struct uefd *)v[i].src);
 			uefd_watched_outside((struct uefd *)v[i].src);
+		}
 		fd = uobj_number_of(v[i].src, v[i].fd);
 		e = krec_kctl(p, EPOLL_CTL_ADD, fd >= 0 ? fd : v[i].src->kfd,
 			      &v[i].ev);
@@ -728,7 +731,7 @@ static int port__wait_op(struct uobj *o, struct epoll_event *evs, int max,
 }
 
 /* (read and write: the kernel's answer for an epoll, EINVAL.) */
-static void port__polled(struct uobj *o)
+static void port__polled(struct uobj *o, uint32_t events)
 {
 	struct port *p = (struct port *)o;
 
