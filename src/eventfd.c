@@ -39,7 +39,7 @@
  * never drains, so a write or read makes a system call only when a reader
  * slept: the kernel fd stays readable after the counter was emptied.  A
  * reader about to sleep does not sleep on the kernel fd but naps on a futex
- * word (NAP, at uefd__nap), and leaves the stale unit where it is.
+ * word (NAP, at uefd__rsleep), and leaves the stale unit where it is.
  * A semaphore counter taken off its maximum leaves K at the maximum less
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.
@@ -463,7 +463,7 @@ static bool uefd__settle(struct uefd *e, bool defer)
 
 /* The counter left 0 (its CAS is done): wake the blocked readers asleep
  * on rwake, counted in xsleepers: SHARED's of every process, NAP's of this
- * one (seq_cst load after the CAS: Dekker with uefd__xsleep, uefd__nap). */
+ * one (seq_cst load after the CAS: Dekker with uefd__rsleep). */
 static void uefd__xwake(struct uefd *e)
 {
 	if (atomic_load(&e->sh->xsleepers)) {
@@ -1123,12 +1123,6 @@ static ssize_t uefd__sleep(struct uefd *e)
 	return r;
 }
 
-/* SHARED: a read that found the counter empty.  Over-readiness a holder
- * left (dead or at work) is settled first, so that neither this loop nor
- * a poll loop of the program spins on it; then EAGAIN on a non-blocking fd,
- * else a sleep on rwake (SHARED above; a cancellation point; the sleep
- * has a timeout, so a handler ends it with EINTR, SA_RESTART or not, as
- * poll(2)'s). */
 /* SHARED HOLD: is a held batch overdue by a whole delay (its writer's
  * process died with the timer, or is stopped)? */
 static bool uefd__overdue(struct uefd *e)
@@ -1156,72 +1150,58 @@ static void uefd__xunsleep(void *arg)
 	atomic_fetch_sub(&((struct uefd *)arg)->sh->xsleepers, 1);
 }
 
-static int uefd__xsleep(struct uefd *e)
+/* SHARED: how long a blocked read may sleep (ns).  A writer killed between
+ * its CAS and its wake wakes nobody: a second at most; a held batch, until
+ * it is overdue. */
+static int64_t uefd__xsleep_ns(struct uefd *e)
 {
-	int64_t until, now;
-	uint32_t seq;
+	int64_t now, until;
 	uint64_t d;
-	int fl, r = 0;
 
-	uefd__xsync(e);
-	fl = sys_fcntl_getfl(e->obj.kfd);
-	if (fl < 0)
-		return fl;
-	atomic_store_explicit(&e->sh->nonblock, (fl & O_NONBLOCK) != 0,
-			      memory_order_relaxed);
-	if (fl & O_NONBLOCK)
-		return -EAGAIN;
-	/* On the futex word rwake, not in ppoll on the kernel fd: a writer's
-	 * pre-step makes that readable before its CAS, which would wake this
-	 * sleeper too early (and, on one CPU, let it preempt the writer).
-	 * The word first, then counted, then the counter (seq_cst: Dekker
-	 * with the writer's CAS then load of xsleepers, uefd__xwake). */
-	seq = atomic_load(&e->sh->rwake);
-	atomic_fetch_add(&e->sh->xsleepers, 1);
-	pthread_cleanup_push(uefd__xunsleep, e);
-	if (!atomic_load(&e->sh->count)) {
-		/* A writer killed between its CAS and its wake wakes nobody:
-		 * a second at most; a held batch, when it is overdue. */
-		(void)uefd__overdue(e); /* (gives a held batch a deadline) */
-		now = (int64_t)sys_now_ns();
-		until = now + 1000000000;
-		d = atomic_load(&e->sh->held)
-			    ? atomic_load_explicit(&e->sh->due,
-						   memory_order_relaxed)
-			    : 0;
-		if (d && (int64_t)(d + uefd__delay_ns(e) + 2000000) < until)
-			until = (int64_t)(d + uefd__delay_ns(e) + 2000000);
-		r = sys_futex_xsleep(&e->sh->rwake, seq,
-				     until > now ? until - now : 0);
-	}
-	pthread_cleanup_pop(1);
-	return r == -EINTR ? r : 0;
+	(void)uefd__overdue(e); /* (gives a held batch a deadline) */
+	now = (int64_t)sys_now_ns();
+	until = now + 1000000000;
+	d = atomic_load(&e->sh->held)
+		    ? atomic_load_explicit(&e->sh->due, memory_order_relaxed)
+		    : 0;
+	if (d && (int64_t)(d + uefd__delay_ns(e) + 2000000) < until)
+		until = (int64_t)(d + uefd__delay_ns(e) + 2000000);
+	return until > now ? until - now : 0;
 }
 
 /*
- * NAP (issue 19): a blocked read of a UEVENTFD_NOPOLL ueventfd sleeps on the
- * futex word rwake, counted in xsleepers, as SHARED's readers do, not in
- * read(2) on the kernel fd.  A write wakes it (uefd__xwake, after its CAS
- * and sync) and nobody takes the kernel fd's unit, which stays (NOPOLL's
- * stale unit): so a handoff costs a FUTEX_WAKE and a FUTEX_WAIT, and no
- * mirror call on either side.  The word is read first, then the reader is
- * counted, then it looks at the counter and at `shared` (seq_cst: Dekker
+ * A blocked read of an empty counter sleeps on the futex word rwake,
+ * counted in xsleepers, when the kernel fd cannot be its bed:
+ *  - SHARED (above): in ppoll on the kernel fd a writer's pre-step, which
+ *    makes it readable before the CAS, would wake the sleeper too early
+ *    (and, on one CPU, let it preempt the writer);
+ *  - NAP (issue 19): a UEVENTFD_NOPOLL ueventfd, whose kernel fd nobody
+ *    polls from outside: a write wakes the sleeper (uefd__xwake, after its
+ *    CAS and sync) and nobody takes the kernel fd's stale unit, so a
+ *    handoff costs a FUTEX_WAKE and a FUTEX_WAIT and no mirror call.
+ * SHARED first settles over-readiness a holder left (dead or at work), so
+ * that neither this loop nor a poll loop of the program spins on it.
+ * O_NONBLOCK, set or cleared with uepoll_fcntl or a plain fcntl(2), is the
+ * kernel fd's: one F_GETFL asks it (EAGAIN).  Then the word is read, the
+ * reader counted, and the counter and `shared` looked at (seq_cst: Dekker
  * with a writer's CAS then load of xsleepers; with DEMOTE's exchange and
  * uefd_share's store of `shared`, each followed by uefd__mirror_quiesce's
- * wake; a coalesced write that sees a napper arms its timer, whose
- * delivery wakes: models/rnap.pml).  The wait has no timeout: after a
- * handler with SA_RESTART the kernel restarts it, without SA_RESTART the
- * read fails with EINTR, as read(2) on an eventfd does.  A cancellation
+ * wake; a coalesced write that sees a sleeper arms its timer, whose
+ * delivery wakes: models/rnap.pml).  A napper that finds `shared` goes
+ * round again as SHARED's sleeper.  SHARED's sleep has a timeout, so a
+ * handler ends it with EINTR, SA_RESTART or not, as poll(2)'s; NAP's has
+ * none: after a handler with SA_RESTART the kernel restarts it, without
+ * it the read fails with EINTR, as read(2) on an eventfd.  A cancellation
  * point that leaves nothing behind.
  */
-static int uefd__nap(struct uefd *e)
+static int uefd__rsleep(struct uefd *e)
 {
+	bool sh = uefd__shared(e);
 	uint32_t seq;
-	int r = 0, fl;
+	int fl, r = 0;
 
-	/* O_NONBLOCK, set or cleared with uepoll_fcntl or a plain fcntl(2),
-	 * is the kernel fd's: one F_GETFL (on the way to sleeping, or to
-	 * EAGAIN) asks it, and leaves the stale unit alone. */
+	if (sh)
+		uefd__xsync(e);
 	fl = sys_fcntl_getfl(e->obj.kfd);
 	if (fl < 0)
 		return fl;
@@ -1232,8 +1212,9 @@ static int uefd__nap(struct uefd *e)
 	seq = atomic_load(&e->sh->rwake);
 	atomic_fetch_add(&e->sh->xsleepers, 1);
 	pthread_cleanup_push(uefd__xunsleep, e);
-	if (!atomic_load(&e->sh->count) && !atomic_load(&e->sh->shared))
-		r = sys_futex_xsleep(&e->sh->rwake, seq, -1);
+	if (!atomic_load(&e->sh->count) && atomic_load(&e->sh->shared) == sh)
+		r = sys_futex_xsleep(&e->sh->rwake, seq,
+				     sh ? uefd__xsleep_ns(e) : -1);
 	pthread_cleanup_pop(1);
 	return r == -EINTR ? r : 0;
 }
@@ -1307,15 +1288,10 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		    atomic_fetch_add_explicit(&e->sh->empty_reads, 1,
 					      memory_order_relaxed) == 0)
 			return -EAGAIN;
-		if (unlikely(uefd__shared(e))) {
-			r = uefd__xsleep(e);
-			if (r < 0)
-				return r;
-			c = atomic_load(&e->sh->count);
-			continue;
-		}
-		if (atomic_load_explicit(&e->sh->nopoll, memory_order_relaxed)) {
-			r = uefd__nap(e);
+		/* SHARED, or NAP: asleep on rwake (uefd__rsleep). */
+		if (unlikely(uefd__shared(e)) ||
+		    atomic_load_explicit(&e->sh->nopoll, memory_order_relaxed)) {
+			r = uefd__rsleep(e);
 			if (r < 0)
 				return r;
 			c = atomic_load(&e->sh->count);
