@@ -17,7 +17,7 @@
  * look: that would cost a poll on every write (cg_loop: 34 instructions per
  * event more, against 8 for the test of the count) to save a ring in a rare
  * race.  An instance watched by another one keeps the plain path (WATCHED
- * in bell.c: its holders look at its doorbell, and it revalidates).  A
+ * in bell.c: it rings on every source event, then revalidates).  A
  * demotion unlinks the items (under q->lock) before the counter becomes
  * UEFD_GONE, so the poll here never asks the kernel fd.
  */
