@@ -12,9 +12,7 @@
  * the walk reaches it (READY in wq.c): a value that another thread read
  * between the producer's CAS and its walk (a reader that does not wait on
  * this instance: `drainer`) leaves nothing for a harvest, which would drop
- * the item, so nothing is queued and no doorbell rung.  (wq.c looks only
- * when the source has more than one watcher; a walk that does not look is
- * the plain path, which queues whatever it finds.)
+ * the item, so nothing is queued and no doorbell rung.
  * Each labelled line is one atomic step of the C code.  The queue itself
  * (liburcu's wfcqueue) is modelled as a count of links of this item; its
  * own correctness is liburcu's.  Mutants that check.sh requires to fail:

@@ -3,23 +3,20 @@
  * wq.c - source wait queues.
  *
  * READY (wq_wake; models/readyq.pml).  A change walks its source's items
- * after its CAS of the counter and, when the source has more than one
- * watcher, skips an item whose source no longer shows anything the item
- * asks for (item_poll & events == 0): another thread read the counter
- * between the CAS and the walk (in a wake-all herd, the first woken waiter,
- * while the writer still rings the others' doorbells, one system call
- * each).  Nothing is lost: whatever makes the item ready again is a later
- * change (a write, or for EPOLLOUT a read), whose own walk, after its own
- * CAS, looks again; and the harvest would have polled the item and dropped
- * it.  So a skipped item costs no enqueue, no doorbell write and no wakeup
- * of a thread that would find nothing (the kernel wakes it, and it goes
- * back to sleep inside epoll_wait).  With one watcher the walk does not
- * look: that would cost a poll on every write (cg_loop: 34 instructions per
- * event more, against 8 for the test of the count) to save a ring in a rare
- * race.  An instance watched by another one keeps the plain path (WATCHED
- * in bell.c: it rings on every source event, then revalidates).  A
- * demotion unlinks the items (under q->lock) before the counter becomes
- * UEFD_GONE, so the poll here never asks the kernel fd.
+ * after its CAS of the counter, and skips an item whose source no longer
+ * shows anything the item asks for (item_poll & events == 0): another
+ * thread read the counter between the CAS and the walk (in a wake-all herd,
+ * the first woken waiter, while the writer still rings the others'
+ * doorbells, one system call each).  Nothing is lost: whatever makes the
+ * item ready again is a later change (a write, or for EPOLLOUT a read),
+ * whose own walk, after its own CAS, looks again; and the harvest would
+ * have polled the item and dropped it.  So a skipped item costs no enqueue,
+ * no doorbell write and no wakeup of a thread that would find nothing
+ * (the kernel wakes it, and it goes back to sleep inside epoll_wait).  An
+ * instance watched by another one keeps the plain path (WATCHED in bell.c:
+ * it rings on every source event, then revalidates).  A demotion unlinks
+ * the items (under q->lock) before the counter becomes UEFD_GONE, so the
+ * poll here never asks the kernel fd.
  */
 #include "uepoll.h"
 
@@ -107,13 +104,10 @@ void wq_kick(struct wq *q)
 
 bool wq_wake(struct wq *q, uint32_t key, bool defer)
 {
-	bool owed = false, look;
+	bool owed = false;
 	struct list *l;
 
 	lock_take(&q->lock);
-	/* READY only where it can pay: with one watcher it would save a
-	 * ring in a rare race, for a poll on every write. */
-	look = atomic_load_explicit(&q->n, memory_order_relaxed) > 1;
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
@@ -121,8 +115,7 @@ bool wq_wake(struct wq *q, uint32_t key, bool defer)
 		 * reader took the counter since this change): a harvest would
 		 * drop the item, as the kernel's drops an epitem whose poll
 		 * finds nothing, so it is neither queued nor rung for.  */
-		if (look &&
-		    !(item_poll(it) & atomic_load_explicit(&it->events,
+		if (!(item_poll(it) & atomic_load_explicit(&it->events,
 							    memory_order_relaxed)) &&
 		    !bell_watched(port_bell(it->port)))
 			continue;
