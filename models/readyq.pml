@@ -8,18 +8,11 @@
  *    value has its item queued (or the item was removed);
  *  - no use after free: nobody touches the item after it is freed;
  *  - every value written is read exactly once (unless removed).
- * A producer's walk queues the item only if the source is ready for it when
- * the walk reaches it (READY in wq.c): a value that another thread read
- * between the producer's CAS and its walk (a reader that does not wait on
- * this instance: `drainer`) leaves nothing for a harvest, which would drop
- * the item, so nothing is queued and no doorbell rung.
  * Each labelled line is one atomic step of the C code.  The queue itself
  * (liburcu's wfcqueue) is modelled as a count of links of this item; its
  * own correctness is liburcu's.  Mutants that check.sh requires to fail:
  * MUTANT_IDLE_AFTER_POLL (the dequeuer marks the item idle after polling
- * the source), MUTANT_FREE_QUEUED (removal frees a queued item) and
- * MUTANT_READY_BEFORE_CAS (the walk's readiness is judged on the counter
- * as it was before the producer's own CAS).
+ * the source) and MUTANT_FREE_QUEUED (removal frees a queued item).
  */
 #define NPROD 2
 #define PER   2
@@ -51,23 +44,14 @@ inline claim_and_enqueue() {
 proctype producer()
 {
 	byte i = 0;
-	bool ready;
 	do
 	:: i < PER ->
-#ifdef MUTANT_READY_BEFORE_CAS
-		/* wrong: readiness judged on the counter before the CAS */
-		ready = count > 0;
-#endif
 		atomic { count++; written++ }	/* CAS on the counter */
 		/* wq_wake: walk the items under the wq lock */
 		atomic { wqlock == 0 -> wqlock = 1 };
-#ifndef MUTANT_READY_BEFORE_CAS
-		ready = count > 0;		/* READY: item_poll */
-#endif
 		if
-		:: removed -> skip		/* unlinked already */
-		:: !removed && !ready -> skip	/* READY: nothing to harvest */
-		:: !removed && ready -> claim_and_enqueue()	/* rq_enqueue */
+		:: !removed -> claim_and_enqueue()	/* rq_enqueue */
+		:: else -> skip			/* unlinked already */
 		fi;
 		wqlock = 0;
 		i++
@@ -112,16 +96,6 @@ proctype consumer()
 	od
 }
 
-/* A thread that reads the source without waiting on this instance (the
- * program, or another instance's waiter): takes the whole counter. */
-proctype drainer()
-{
-	do
-	:: atomic { readv = readv + count; count = 0 }
-	:: true -> break
-	od
-}
-
 proctype remover()
 {
 	/* port_ctl DEL: unlink from the source's wq (no more signals reach
@@ -161,10 +135,6 @@ init
 		for (i : 1 .. NCONS) { run consumer() }
 		if
 		:: run remover()
-		:: skip
-		fi;
-		if
-		:: run drainer()
 		:: skip
 		fi;
 		run monitor()

@@ -1,26 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wq.c - source wait queues.
- *
- * READY (wq_wake; models/readyq.pml).  A change walks its source's items
- * after its CAS of the counter, and skips an item whose source no longer
- * shows anything the item asks for (item_poll & events == 0): another
- * thread read the counter between the CAS and the walk (in a wake-all herd,
- * the first woken waiter, while the writer still rings the others'
- * doorbells, one system call each).  Nothing is lost: whatever makes the
- * item ready again is a later change (a write, or for EPOLLOUT a read),
- * whose own walk, after its own CAS, looks again; and the harvest would
- * have polled the item and dropped it.  So a skipped item costs no enqueue,
- * no doorbell write and no wakeup of a thread that would find nothing
- * (the kernel wakes it, and it goes back to sleep inside epoll_wait).  An
- * instance watched by another one keeps the plain path (WATCHED in bell.c:
- * it rings on every source event, then revalidates).  A demotion unlinks
- * the items (under q->lock) before the counter becomes UEFD_GONE, so the
- * poll here never asks the kernel fd.
  */
 #include "uepoll.h"
 
-#include "bell.h"
 #include "lock.h"
 #include "port.h"
 #include "wq.h"
@@ -111,14 +94,6 @@ bool wq_wake(struct wq *q, uint32_t key, bool defer)
 	list_for_each(l, &q->head) {
 		struct item *it = container_of(l, struct item, wqlink);
 
-		/* READY: nothing this item asks for is there any more (a
-		 * reader took the counter since this change): a harvest would
-		 * drop the item, as the kernel's drops an epitem whose poll
-		 * finds nothing, so it is neither queued nor rung for.  */
-		if (!(item_poll(it) & atomic_load_explicit(&it->events,
-							    memory_order_relaxed)) &&
-		    !bell_watched(port_bell(it->port)))
-			continue;
 		if (port_item_signal(it, key, defer ? &owed : NULL)) {
 			/* EPOLLROUNDROBIN: the instance that took this
 			 * exclusive wakeup goes to the back of the line. */

@@ -43,11 +43,9 @@ void wq_count(struct wq *q, struct item *it, uint32_t events);
 struct item *wq_find(struct wq *q, const struct port *p, int fd);
 /* Deliver a readiness change with poll key `key` to the watchers: every
  * non-exclusive one, and exclusive ones in order until one instance that has
- * a thread blocked in a wait took it; an item for which the source shows
- * nothing any more is passed over (READY in wq.c).  With `defer` (a
- * coalescing ueventfd's write) the items are queued at once but no doorbell
- * is rung: returns true if one needed ringing, and the caller then owes a
- * wq_kick. */
+ * a thread blocked in a wait took it.  With `defer` (a coalescing ueventfd's
+ * write) the items are queued at once but no doorbell is rung: returns true
+ * if one needed ringing, and the caller then owes a wq_kick. */
 bool wq_wake(struct wq *q, uint32_t key, bool defer);
 /* The deferred rings of earlier wq_wake(defer) calls: ring the instances
  * whose item still waits in their ready queue. */
