@@ -61,31 +61,22 @@ static void kernel_run(struct t_log *l)
 	close(ep);
 }
 
-static void case_ctl(const struct t_log *k)
+/* The script on a ueventfd registered EPOLLET (a) with uepoll_ctl into a
+ * kernel epoll, or (b) in a uepoll instance then demoted. */
+static void case_ueventfd(const struct t_log *k, bool demoted)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 1 };
 	struct t_log u = { 0 };
-	int ep = epoll_create1(0), fd = ueventfd(0, EFD_NONBLOCK);
+	int ep = demoted ? uepoll_create1(0) : epoll_create1(0);
+	int fd = ueventfd(0, EFD_NONBLOCK);
 
 	REQUIRE(ep >= 0 && fd >= 0);
 	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
-	script(&u, ep, fd, true);
-	t_log_same(k, &u, "uepoll_ctl into a kernel epoll");
-	uepoll_close(fd);
-	close(ep);
-}
-
-static void case_demoted(const struct t_log *k)
-{
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 1 };
-	struct t_log u = { 0 };
-	int ep = uepoll_create1(0), fd = ueventfd(0, EFD_NONBLOCK);
-
-	REQUIRE(ep >= 0 && fd >= 0);
-	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
-	REQUIRE(uepoll_demote(ep) == 0);
-	script(&u, ep, fd, false);
-	t_log_same(k, &u, "a demoted instance");
+	if (demoted)
+		REQUIRE(uepoll_demote(ep) == 0);
+	script(&u, ep, fd, !demoted);
+	t_log_same(k, &u, demoted ? "a demoted instance"
+				  : "uepoll_ctl into a kernel epoll");
 	uepoll_close(fd);
 	uepoll_close(ep);
 }
@@ -117,8 +108,8 @@ int main(void)
 	unsetenv("UEPOLL_EVENTFD_COALESCE");
 	t_watchdog(60);
 	kernel_run(&k);
-	case_ctl(&k);
-	case_demoted(&k);
+	case_ueventfd(&k, false);
+	case_ueventfd(&k, true);
 	CHECK_EQ(write_calls(EPOLLIN), 0);
 	CHECK_EQ(write_calls(EPOLLIN | EPOLLET), 1);
 	return t_end();

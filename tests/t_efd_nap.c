@@ -369,40 +369,39 @@ static void case_coalesce(bool hold)
 	uepoll_close(e);
 }
 
-static void case_nonblock(void)
+/* (h) With O_NONBLOCK set by setfl: EAGAIN, three times, no nap; cleared:
+ * a reader naps and a write of v wakes it. */
+static void nonblock_round(int e, int fl, int (*setfl)(int, int, ...),
+			   uint64_t v)
 {
 	struct reader rd;
-	uint64_t v;
+	uint64_t got;
+
+	REQUIRE(setfl(e, F_SETFL, fl | O_NONBLOCK) == 0);
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		CHECK_EQ(uepoll_read(e, &got, 8), -1);
+		CHECK_EQ(errno, EAGAIN);
+	}
+	REQUIRE(setfl(e, F_SETFL, fl) == 0);
+	CHECK_EQ(reader_start(&rd, e, false), SYS_futex);
+	put(e, v);
+	reader_join(&rd);
+	CHECK_EQ(rd.v, v);
+}
+
+static void case_nonblock(void)
+{
 	int e, fl;
 
 	fprintf(stderr, "-- nonblock\n");
 	e = nap_efd(0);
 	fl = uepoll_fcntl(e, F_GETFL);
 	REQUIRE(fl >= 0);
-	REQUIRE(uepoll_fcntl(e, F_SETFL, fl | O_NONBLOCK) == 0);
-	for (int i = 0; i < 3; i++) {
-		errno = 0;
-		CHECK_EQ(uepoll_read(e, &v, 8), -1);
-		CHECK_EQ(errno, EAGAIN);
-	}
-	REQUIRE(uepoll_fcntl(e, F_SETFL, fl) == 0);
-	CHECK_EQ(reader_start(&rd, e, false), SYS_futex);
-	put(e, 11);
-	reader_join(&rd);
-	CHECK_EQ(rd.v, 11);
+	nonblock_round(e, fl, uepoll_fcntl, 11);
 	/* A plain fcntl(2) that uepoll does not see: still EAGAIN, as the
 	 * kernel's read, not a sleep. */
-	REQUIRE(fcntl(e, F_SETFL, fl | O_NONBLOCK) == 0);
-	for (int i = 0; i < 3; i++) {
-		errno = 0;
-		CHECK_EQ(uepoll_read(e, &v, 8), -1);
-		CHECK_EQ(errno, EAGAIN);
-	}
-	REQUIRE(fcntl(e, F_SETFL, fl) == 0);
-	CHECK_EQ(reader_start(&rd, e, false), SYS_futex);
-	put(e, 12);
-	reader_join(&rd);
-	CHECK_EQ(rd.v, 12);
+	nonblock_round(e, fl, fcntl, 12);
 	uepoll_close(e);
 }
 
