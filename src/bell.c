@@ -137,6 +137,35 @@
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
  * time; a kernel fd added, or NOPOLL ended, while they nap).
  *
+ * QUIET (a ring for nothing is not made; port_item_signal).  The kernel
+ * queues an epitem on every wakeup of its source, even one that leaves
+ * nothing ready (a write of 0, or a counter another thread read between the
+ * write and the wakeup), wakes the epoll's waiter, which polls the item,
+ * finds nothing and sleeps again; and its poll of the epoll's fd reports
+ * nothing for such an item.  A signaler here queues the item as always (its
+ * place in the queue decides the order a wait reports, as the epitem's
+ * does), and when its kick would write the doorbell (bell_would_ring: not
+ * watched, wanted, `set` 0) it first polls the item's source, after the
+ * enqueue, and makes no ring if it shows nothing the item asks for.  In a
+ * wake-all herd that is what spares a write(2) per instance after the first
+ * woken waiter took the counter.  So a queued item no longer means that its
+ * enqueuer rang.  No wakeup is lost:
+ *  - the source's walks are serialised by its wq lock, and every change that
+ *    may make the item ready (a write, for EPOLLOUT a read) walks after its
+ *    own CAS: the last such change either sees the value it made (or a
+ *    later one) and rings, or sees nothing because a reader took it since;
+ *  - a signal whose item is queued already still kicks (bell_kick_edge is
+ *    called whether or not rq_enqueue queued it), so an item left queued
+ *    without a ring is rung for by the next change that finds it ready;
+ *  - a waiter that finds the item queued harvests it, polls it and drops
+ *    it, as before; a sleeper does not wake for it.
+ * Exactness improves: the instance's fd is not made readable for an item
+ * whose source shows nothing, as the kernel's poll of an epoll reports
+ * nothing for it.  A watched instance keeps ringing on every event
+ * (WATCHED).  Model: models/quiet.pml (a write of 0 and a reader that
+ * drains between a write and its walk; mutants: the look before the CAS, a
+ * signal that skips the kick when its item was queued already).
+ *
  * UNNOPOLL.  NOPOLL may end while the instance is in use: the preload layer
  * creates instances with it when asked (UEPOLL_NOPOLL=1) and ends it when it
  * sees the fd polled from outside (poll(), select(), a kernel epoll).

@@ -6,13 +6,14 @@
  * Every wakeup of a thread waiting on an instance goes through this module.
  * Its state is private to it: no other file reads or writes a field of
  * struct bell; they call the verbs below.  The arguments for why no wakeup
- * is lost (DOORBELL, DOZE, WATCHED) are in bell.c, beside the stores they
+ * is lost (DOORBELL, DOZE, WATCHED, QUIET) are in bell.c, beside the stores they
  * rest on, and models/doorbell.pml and models/doze.pml check them (each
  * model step names the verb it stands for).
  *
  * Who calls what:
  *   signalers (port.c: a source's event reached the instance)
- *       bell_kick, bell_kick_edge, bell_wanted, bell_dozer_event,
+ *       bell_kick, bell_kick_edge, bell_wanted, bell_would_ring,
+ *       bell_dozer_event,
  *       bell_defer, bell_exclusive_counts, bell_mirror
  *   waiters (wait.c)
  *       bell_took, bell_clear, bell_sleep_begin/end, bell_doze_begin/end,
@@ -125,6 +126,16 @@ static inline void bell_kick_edge(struct bell *b, bool fair)
 		bell_ring(b);
 	else if (bell_wanted(b, fair))
 		bell_kick(b);
+}
+
+/* QUIET: would bell_kick_edge write the doorbell now (the instance not
+ * watched, the ring wanted, `set` 0)?  Then the signaler first looks at its
+ * item's source, and rings only if it shows something (QUIET in bell.c).
+ * seq_cst loads after the enqueue, as bell_kick's. */
+static inline bool bell_would_ring(struct bell *b, bool fair)
+{
+	return !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
+	       bell_wanted(b, fair) && atomic_load(&b->set) == 0;
 }
 
 void bell__dozer_event(struct bell *b, uint32_t ev, bool queued);

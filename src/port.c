@@ -177,7 +177,13 @@ bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 		}
 	}
 	if (!deferred) {
-		bell_kick_edge(&p->bell, port__fair(p));
+		/* QUIET (bell.c): a ring that would wake somebody for an item
+		 * whose source shows nothing any more (a reader took the
+		 * counter since this change's CAS, or a write of 0) is not
+		 * made; the item stays queued, in its place. */
+		if (!bell_would_ring(&p->bell, port__fair(p)) ||
+		    (item_poll(it) & ev & ~UEP_PRIVATE_BITS))
+			bell_kick_edge(&p->bell, port__fair(p));
 	} else {
 		spin_deferred(&p->spin);
 		if (bell_defer(&p->bell, port__fair(p)))
