@@ -53,11 +53,28 @@
  * WATCHED (an instance held by another instance: nesting).  The kernel
  * wakes an epoll's pollers on every event of a source it holds, and its
  * poll of an epoll reports only registrations whose source is ready.  So a
- * watched instance rings on every event (bell_kick_edge: an edge-triggered
- * outer instance sees each one), its doorbell is level-triggered (it stays
- * readable, without a new wake, while something is ready), and every change
- * that may have made it not ready prunes the queue and clears the doorbell
- * if nothing is left (bell_mirror).  A prune holds the queue's items in a
+ * watched instance's doorbell is level-triggered (it stays readable, without
+ * a new wake, while something is ready), every change that may have made it
+ * not ready prunes the queue and clears the doorbell if nothing is left
+ * (bell_mirror), and a watched instance that a holder holds edge-triggered
+ * (`wedge` > 0) rings on every event (bell_kick_edge: that holder sees each
+ * one).  Held level-triggered only, it rings only when the doorbell is not
+ * rung (bell__kick_db), one write per idle -> ready change instead of one
+ * per event: a level-triggered holder's kernel epoll reports the fd while
+ * the eventfd is non-zero, whatever wakes it, and `set` == 1 says that it
+ * is, or that the ring's write is on its way.  `set` goes back to 0 only
+ * after the read that zeroes the eventfd (bell_clear, bell_watch), and
+ * both then look at the queue and kick: a signal that saw `set` == 1
+ * before that store had queued its item before the look (the DOORBELL pair
+ * again).  The only other `set` == 1 without an event behind it: a ring
+ * that woke a napper (a watched instance's signals never do that:
+ * bell__kick_db; its nappers leave when the watch begins, NAP) and a dozer
+ * (a watched instance does not doze, but a doze may have begun before the
+ * watch: while `dozers` > 0 its signals ring).  A holder counts itself in
+ * `wedge` before `watched`: a signal that sees it watched sees it
+ * edge-triggered (a signal that sees neither comes before the holder's
+ * kernel ADD, whose poll reports the instance if it is ready).  Model:
+ * models/doorbell.pml (its LT and ET watcher configurations).  A prune holds the queue's items in a
  * private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
@@ -214,6 +231,8 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	atomic_init(&b->dozers, 0);
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
+	atomic_init(&b->wedge, 0);
+	atomic_init(&b->xedge, false);
 	atomic_init(&b->lt, false);
 	atomic_init(&b->nopoll, nopoll);
 	return 0;
@@ -426,14 +445,21 @@ bool bell_any_watched(void)
 }
 
 void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
-		int delta)
+		int delta, bool edge)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
 	uint64_t v;
 	int w;
 
 	lock_take(&b->wlock);
+	/* An edge-triggered holder is counted in `wedge` before `watched`
+	 * and uncounted after it: a signal that sees it watched rings for it
+	 * (WATCHED). */
+	if (edge && delta > 0)
+		atomic_fetch_add(&b->wedge, 1);
 	w = atomic_fetch_add(&b->watched, delta) + delta;
+	if (edge && delta < 0)
+		atomic_fetch_sub(&b->wedge, 1);
 	/* A watched instance's sleepers must be in the kernel epoll, where
 	 * the doorbell wakes them (NAP). */
 	if (delta > 0)

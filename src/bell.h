@@ -58,6 +58,13 @@ struct bell {
 	/* How many of our instances hold this one (WATCHED).  Relaxed: read
 	 * on every signal (seq_cst where NOPOLL decides not to ring). */
 	_Atomic int watched;
+	/* How many of them hold it edge-triggered (EPOLLET): only those need
+	 * a ring per event (WATCHED); counted before `watched`, uncounted
+	 * after it.  Read by signals of a watched instance. */
+	_Atomic int wedge;
+	/* A kernel epoll holds it edge-triggered (counted once in `wedge`,
+	 * for good: bell_held_edge_outside). */
+	_Atomic bool xedge;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
 	_Atomic bool lt;
@@ -118,13 +125,30 @@ static inline bool bell_wanted(struct bell *b, bool fair)
 	       atomic_load(&b->watched) > 0;
 }
 
-/* A source's event reached the instance: ring unless rung, or, while
- * watched, every time (WATCHED); NOPOLL: only if wanted. */
+/* Write the doorbell unless it is rung already, never a napper's futex
+ * instead (a watched instance's holders look at the doorbell). */
+static inline void bell__kick_db(struct bell *b)
+{
+	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0)
+		sys_eventfd_signal(b->fd);
+}
+
+/* A source's event reached the instance: ring unless rung; while watched
+ * edge-triggered (or dozed on), every time (WATCHED); NOPOLL: only if
+ * wanted. */
 static inline void bell_kick_edge(struct bell *b, bool fair)
 {
-	if (atomic_load_explicit(&b->watched, memory_order_relaxed))
-		bell_ring(b);
-	else if (bell_wanted(b, fair))
+	if (atomic_load_explicit(&b->watched, memory_order_relaxed)) {
+		/* seq_cst loads after the enqueue: a level-triggered holder
+		 * needs the fd readable, which a rung doorbell keeps it
+		 * (WATCHED: `set` == 1 only while its event is in the
+		 * eventfd, or about to be); a dozer holds `set` at 1 with
+		 * no event behind it (DOZE). */
+		if (atomic_load(&b->wedge) || atomic_load(&b->dozers))
+			bell_ring(b);
+		else
+			bell__kick_db(b);
+	} else if (bell_wanted(b, fair))
 		bell_kick(b);
 }
 
@@ -270,11 +294,29 @@ static inline void bell_follow_end(struct bell *b)
 /* --- nesting (krec.c) --- */
 
 /* Another instance starts (delta 1) or stops (-1) holding this one; epfd:
- * this instance's kernel epoll (-1 once closed).  Switches the doorbell's
- * mode at 0 <-> 1 (WATCHED).  Takes wlock: nests inside the holder's mtx,
- * outside q's lock. */
+ * this instance's kernel epoll (-1 once closed); edge: it holds it
+ * edge-triggered (counted in `wedge` too).  Switches the doorbell's mode at
+ * 0 <-> 1 (WATCHED).  Takes wlock: nests inside the holder's mtx, outside
+ * q's lock. */
 void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
-		int delta);
+		int delta, bool edge);
+/* A holder's registration becomes (delta 1) or stops being (-1)
+ * edge-triggered, its `watched` count unchanged: counted before the kernel
+ * call that makes it edge-triggered, uncounted after the one that makes it
+ * level-triggered (WATCHED). */
+static inline void bell_watch_edge(struct bell *b, int delta)
+{
+	atomic_fetch_add(&b->wedge, delta);
+}
+/* A kernel epoll holds the instance edge-triggered (a uepoll_ctl into a
+ * kernel epoll, before the kernel call: port__polled): while watched, the
+ * instance rings on every event for it too, from now on (WATCHED). */
+static inline void bell_held_edge_outside(struct bell *b)
+{
+	if (!atomic_load_explicit(&b->xedge, memory_order_relaxed) &&
+	    !atomic_exchange(&b->xedge, true))
+		atomic_fetch_add(&b->wedge, 1);
+}
 /* Something outside uepoll's calls polls the instance's fd after all (the
  * preload saw poll(), select() or a kernel epoll take it): NOPOLL ends for
  * good (UNNOPOLL in bell.c). */

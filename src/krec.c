@@ -116,11 +116,12 @@ static struct krec *krec__find(struct port *p, struct port *inner, int fd)
 	return NULL;
 }
 
-/* Count an instance holding p (WATCHED in bell.c). */
-static void krec__set_watched(struct port *p, int delta)
+/* Count an instance holding p (WATCHED in bell.c); edge: holding it
+ * edge-triggered. */
+static void krec__set_watched(struct port *p, int delta, bool edge)
 {
 	bell_watch(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq,
-		   delta);
+		   delta, edge);
 }
 
 /* A free record, or a new one appended to the list (mtx held). */
@@ -155,6 +156,8 @@ static void krec__free(struct krec *n)
 	atomic_store_explicit(&n->urgent, false, memory_order_relaxed);
 	atomic_store_explicit(&n->rr_owed, false, memory_order_relaxed);
 	atomic_store_explicit(&n->silent, false, memory_order_relaxed);
+	/* (A demotion's nested instance stays counted for good: krec.h.) */
+	atomic_store_explicit(&n->edge, false, memory_order_relaxed);
 	atomic_store_explicit(&n->fd, -1, memory_order_relaxed);
 	atomic_store_explicit(&n->inner, NULL, memory_order_release);
 }
@@ -432,9 +435,9 @@ static bool krec__silent(uint32_t events)
 }
 
 /* SILENT: record n becomes loud (counted, the inner watched) or silent
- * (mtx held). */
+ * (mtx held); edge: a loud one's registration is EPOLLET. */
 static void krec__nest_loud(struct port *p, struct krec *n,
-			    struct port *inner, bool loud)
+			    struct port *inner, bool loud, bool edge)
 {
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) != loud)
 		return;
@@ -442,16 +445,46 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 	atomic_fetch_add(&p->nkernel, loud ? 1 : -1);
 	if (loud)
 		bell_unnap(&p->bell); /* NAP */
-	krec__set_watched(inner, loud ? 1 : -1);
+	edge = loud ? edge
+		    : atomic_load_explicit(&n->edge, memory_order_relaxed);
+	atomic_store_explicit(&n->edge, loud && edge, memory_order_relaxed);
+	krec__set_watched(inner, loud ? 1 : -1, edge);
+}
+
+/* WATCHED in bell.c: a loud record n's registration becomes, or stops
+ * being, edge-triggered (mtx held). */
+static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
+{
+	if (atomic_load_explicit(&n->silent, memory_order_relaxed) ||
+	    atomic_load_explicit(&n->edge, memory_order_relaxed) == edge)
+		return;
+	atomic_store_explicit(&n->edge, edge, memory_order_relaxed);
+	bell_watch_edge(&inner->bell, edge ? 1 : -1);
 }
 
 /* Count record n as its new events say, before the kernel call that
- * makes them. */
+ * makes them: loud, and edge-triggered (a holder that stops being either
+ * is uncounted after the call, krec__nest_settle). */
 static void krec__nest_count(struct port *p, struct krec *n,
 			     struct port *inner, uint32_t events)
 {
-	if (!krec__silent(events))
-		krec__nest_loud(p, n, inner, true);
+	if (krec__silent(events))
+		return;
+	if (atomic_load_explicit(&n->silent, memory_order_relaxed))
+		krec__nest_loud(p, n, inner, true, events & EPOLLET);
+	else if (events & EPOLLET)
+		krec__nest_edge(n, inner, true);
+}
+
+/* After a kernel call that made record n's registration `events`: uncount
+ * what it no longer is (silent, level-triggered). */
+static void krec__nest_settle(struct port *p, struct krec *n,
+			      struct port *inner, uint32_t events)
+{
+	if (krec__silent(events))
+		krec__nest_loud(p, n, inner, false, false);
+	else if (!(events & EPOLLET))
+		krec__nest_edge(n, inner, false);
 }
 
 static int krec__nest_add(struct port *p, struct port *inner, int fd,
@@ -476,7 +509,7 @@ static int krec__nest_add(struct port *p, struct port *inner, int fd,
 	krec__nest_count(p, n, inner, kev.events);
 	r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_ADD, fd, &kev);
 	if (r < 0) {
-		krec__nest_loud(p, n, inner, false);
+		krec__nest_loud(p, n, inner, false, false);
 		krec__free(n);
 	}
 	return r;
@@ -493,8 +526,8 @@ static int krec__nest_mod(struct port *p, struct krec *n, int fd,
 	krec__nest_set(n, ev, &kev);
 	krec__nest_count(p, n, inner, kev.events);
 	r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &kev);
-	if (r == 0 && krec__silent(kev.events))
-		krec__nest_loud(p, n, inner, false);
+	if (r == 0)
+		krec__nest_settle(p, n, inner, kev.events);
 	return r;
 }
 
@@ -504,7 +537,7 @@ static int krec__nest_del(struct port *p, struct krec *n, struct port *inner,
 	int r = sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, fd, ev);
 
 	if (r == 0) {
-		krec__nest_loud(p, n, inner, false);
+		krec__nest_loud(p, n, inner, false, false);
 		krec__free(n);
 	}
 	return r;
@@ -747,7 +780,7 @@ void krec_release(struct port *p)
 		/* The kernel drops our registration in it with our epoll. */
 		in = krec__inner_get(n);
 		if (in && !atomic_load(&n->silent))
-			krec__set_watched(in, -1);
+			krec__set_watched(in, -1, atomic_load(&n->edge));
 		p->krecs = n->next;
 		lock_drop(&p->mtx);
 		/* Outside mtx: this may be the inner's last reference, and its

@@ -49,6 +49,10 @@ struct krec {
 	/* A nested instance registered without EPOLLIN or EPOLLRDNORM
 	 * (SILENT in krec.c); the holder's mtx. */
 	_Atomic bool silent;
+	/* A loud nested instance registered EPOLLET: counted in the inner's
+	 * bell as an edge-triggered holder (WATCHED in bell.c); the holder's
+	 * mtx. */
+	_Atomic bool edge;
 };
 
 /* What krec_of found for an event's data. */

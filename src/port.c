@@ -741,6 +741,11 @@ static void port__polled(struct uobj *o, uint32_t events)
 {
 	struct port *p = (struct port *)o;
 
+	/* A kernel epoll holding it edge-triggered: while watched, it rings
+	 * on every event for it too (WATCHED in bell.c), from before the
+	 * kernel's ADD or MOD. */
+	if (events & EPOLLET)
+		bell_held_edge_outside(&p->bell);
 	bell_polled_outside(&p->bell, &p->rq);
 }
 
