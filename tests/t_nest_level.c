@@ -1,0 +1,247 @@
+/*
+ * t_nest_level: a watched instance (held by another uepoll instance) rings
+ * its doorbell on every event only for an edge-triggered holder (WATCHED in
+ * src/bell.c); held level-triggered only, it rings once per idle -> ready
+ * change, as an unwatched instance does.  Counted through tests/libcwrap.c,
+ * with UEVENTFD_NOPOLL sources (whose writes make no call of their own while
+ * nobody sleeps in uepoll_read): 4 writes into the inner instance cost 1
+ * write(2) when its holders hold it level-triggered, 4 when one holds it
+ * edge-triggered (EPOLLET, by ADD or MOD, a uepoll instance or a kernel epoll
+ * through uepoll_ctl), 1 again after a MOD back to level-triggered or a DEL.
+ * And the holders see what the kernel's would (a log compared with the
+ * kernel's): a level-triggered holder reports the inner while it has
+ * something, an edge-triggered one once per event, a kernel epoll holding it
+ * edge-triggered beside a level-triggered uepoll holder once per event, and
+ * a thread asleep on a level-triggered holder wakes for the event that makes
+ * the inner ready, again after the inner was drained (no lost wakeup).
+ */
+#include "testlib.h"
+#include "libcwrap.h"
+
+#include <unistd.h>
+
+#define K 4
+
+/* The system calls of K writes, one to each source. */
+static int counted_writes(const int *e)
+{
+	uint64_t v = 1;
+	int bad = 0;
+
+	wrap_take(-1);
+	wrap_arm(0);
+	for (int i = 0; i < K; i++)
+		bad += uepoll_write(e[i], &v, 8) != 8;
+	wrap_disarm();
+	CHECK_EQ(bad, 0);
+	return getenv("T_SHOW") ? wrap_take_show() : wrap_take(-1);
+}
+
+/* Take everything: the holder's event, then the inner's K, then read. */
+static void drain(int holder, int in, const int *e, int want_holder)
+{
+	struct epoll_event ev[K + 1];
+	uint64_t v;
+
+	CHECK_EQ(uepoll_wait(holder, ev, K + 1, 0), want_holder);
+	CHECK_EQ(uepoll_wait(in, ev, K + 1, 0), K);
+	for (int i = 0; i < K; i++)
+		CHECK_EQ(uepoll_read(e[i], &v, 8), 8);
+	CHECK_EQ(uepoll_wait(in, ev, K + 1, 0), 0); /* clears the doorbell */
+	CHECK_EQ(uepoll_wait(holder, ev, K + 1, 0), 0);
+}
+
+static void costs(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 100 };
+	int out = uepoll_create1(0), mid = uepoll_create1(0),
+	    in = uepoll_create1(0), kep = epoll_create1(0), e[K];
+
+	REQUIRE(out >= 0 && mid >= 0 && in >= 0 && kep >= 0);
+	for (int i = 0; i < K; i++) {
+		e[i] = ueventfd(0, EFD_NONBLOCK | UEVENTFD_NOPOLL);
+		REQUIRE(e[i] >= 0);
+		ev.data.u64 = (uint64_t)i;
+		CHECK_EQ(uepoll_ctl(in, EPOLL_CTL_ADD, e[i], &ev), 0);
+	}
+	/* out -> mid -> in, level-triggered, as `nested deep2`. */
+	ev.data.u64 = 100;
+	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_ADD, mid, &ev), 0);
+	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_ADD, in, &ev), 0);
+	/* The first writes of UEVENTFD_NOPOLL ueventfds raise their mirrors
+	 * (never drained after): not counted. */
+	(void)counted_writes(e);
+	drain(out, in, e, 1);
+	for (int round = 0; round < 3; round++) {
+		CHECK_EQ(counted_writes(e), 1);
+		drain(out, in, e, 1);
+	}
+	/* mid holds in edge-triggered: a ring per event. */
+	ev.events = EPOLLIN | EPOLLET;
+	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_MOD, in, &ev), 0);
+	CHECK_EQ(counted_writes(e), K);
+	drain(out, in, e, 1);
+	/* Level-triggered again. */
+	ev.events = EPOLLIN;
+	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_MOD, in, &ev), 0);
+	CHECK_EQ(counted_writes(e), 1);
+	drain(out, in, e, 1);
+	/* A second holder, added edge-triggered, then removed. */
+	ev.events = EPOLLIN | EPOLLET;
+	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_ADD, in, &ev), 0);
+	CHECK_EQ(counted_writes(e), K);
+	drain(mid, in, e, 1);
+	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_DEL, in, NULL), 0);
+	CHECK_EQ(counted_writes(e), 1);
+	drain(mid, in, e, 1);
+	/* A kernel epoll holding it edge-triggered: a ring per event from
+	 * then on, for good. */
+	CHECK_EQ(uepoll_ctl(kep, EPOLL_CTL_ADD, in, &ev), 0);
+	CHECK_EQ(counted_writes(e), K);
+	drain(mid, in, e, 1);
+	CHECK_EQ(uepoll_ctl(kep, EPOLL_CTL_DEL, in, NULL), 0);
+	close(kep);
+	for (int i = 0; i < K; i++)
+		uepoll_close(e[i]);
+	uepoll_close(out);
+	uepoll_close(mid);
+	uepoll_close(in);
+}
+
+struct sys {
+	int (*epc)(int);
+	int (*ctl)(int, int, int, struct epoll_event *);
+	int (*wait)(int, struct epoll_event *, int, int);
+	int (*efd)(unsigned int, int);
+	ssize_t (*wr)(int, const void *, size_t);
+	ssize_t (*rd)(int, void *, size_t);
+	int (*cl)(int);
+};
+static const struct sys kern = { epoll_create1, epoll_ctl, epoll_wait,
+				 eventfd, write, read, close };
+static const struct sys uep = { uepoll_create1, uepoll_ctl, uepoll_wait,
+				ueventfd, uepoll_write, uepoll_read,
+				uepoll_close };
+
+struct blocked {
+	const struct sys *s;
+	int ep, n;
+	struct epoll_event ev;
+};
+
+static void *blocked_wait(void *arg)
+{
+	struct blocked *b = arg;
+
+	b->n = b->s->wait(b->ep, &b->ev, 1, 5000);
+	return NULL;
+}
+
+/* A write while a thread sleeps on a level-triggered holder of in. */
+static void wake_round(const struct sys *s, int lt, int e, struct t_log *l)
+{
+	struct blocked b = { .s = s, .ep = lt };
+	pthread_t th;
+	uint64_t v = 1;
+
+	REQUIRE(pthread_create(&th, NULL, blocked_wait, &b) == 0);
+	t_sleep_ms(30);
+	s->wr(e, &v, 8);
+	pthread_join(th, NULL);
+	t_log_put(l, b.n);
+	t_log_put(l, b.n == 1 ? (long)b.ev.data.u64 : -1);
+}
+
+static void script(const struct sys *s, struct t_log *l)
+{
+	int in = s->epc(0), lt = s->epc(0), et = s->epc(0), kep = epoll_create1(0),
+	    e1 = s->efd(0, EFD_NONBLOCK), e2 = s->efd(0, EFD_NONBLOCK);
+	struct epoll_event ev = { .events = EPOLLIN }, out[4];
+	uint64_t v = 1;
+
+	REQUIRE(in >= 0 && lt >= 0 && et >= 0 && kep >= 0 && e1 >= 0 &&
+		e2 >= 0);
+	ev.data.u64 = 1;
+	t_log_res(l, s->ctl(in, EPOLL_CTL_ADD, e1, &ev));
+	ev.data.u64 = 2;
+	t_log_res(l, s->ctl(in, EPOLL_CTL_ADD, e2, &ev));
+	ev.data.u64 = 10;
+	t_log_res(l, s->ctl(lt, EPOLL_CTL_ADD, in, &ev));
+	/* Level-triggered holder: ready while in has something. */
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	s->wr(e2, &v, 8);
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	s->rd(e1, &v, 8);
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	s->rd(e2, &v, 8);
+	t_log_res(l, s->wait(in, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	/* An edge-triggered holder beside it: one event per write. */
+	ev.events = EPOLLIN | EPOLLET;
+	ev.data.u64 = 20;
+	t_log_res(l, s->ctl(et, EPOLL_CTL_ADD, in, &ev));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e2, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	s->rd(e1, &v, 8);
+	s->rd(e2, &v, 8);
+	t_log_res(l, s->wait(in, out, 4, 0));
+	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, in, NULL));
+	/* A kernel epoll holding it edge-triggered beside the
+	 * level-triggered holder: one event per write. */
+	ev.data.u64 = 30;
+	t_log_res(l, s->ctl(kep, EPOLL_CTL_ADD, in, &ev));
+	t_log_res(l, epoll_wait(kep, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, epoll_wait(kep, out, 4, 0));
+	t_log_res(l, epoll_wait(kep, out, 4, 0));
+	s->wr(e2, &v, 8);
+	t_log_res(l, epoll_wait(kep, out, 4, 0));
+	s->wr(e2, &v, 8);
+	t_log_res(l, epoll_wait(kep, out, 4, 0));
+	t_log_res(l, epoll_wait(kep, out, 4, 0));
+	s->rd(e1, &v, 8);
+	s->rd(e2, &v, 8);
+	t_log_res(l, s->wait(in, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	/* Sleepers on the level-triggered holder: woken by the write that
+	 * makes in ready, each time (in drained between). */
+	for (int round = 0; round < 3; round++) {
+		wake_round(s, lt, round & 1 ? e2 : e1, l);
+		s->rd(round & 1 ? e2 : e1, &v, 8);
+		t_log_res(l, s->wait(in, out, 4, 0));
+	}
+	close(kep);
+	s->cl(e1);
+	s->cl(e2);
+	s->cl(et);
+	s->cl(lt);
+	s->cl(in);
+}
+
+static void differential(void)
+{
+	struct t_log k = { 0 }, u = { 0 };
+
+	script(&kern, &k);
+	script(&uep, &u);
+	t_log_same(&k, &u, "nest level/edge");
+}
+
+int main(void)
+{
+	t_begin("t_nest_level");
+	t_watchdog(60);
+	costs();
+	differential();
+	return t_end();
+}
