@@ -11,7 +11,10 @@
  * moves a round-robin registration to the back of the fd's wait queue
  * (krec_rr_took), and knows an urgent one.  A nested instance is counted
  * as watched (bell_watch), which makes it keep its fd exact (WATCHED in
- * bell.c).
+ * bell.c), and, while its registration is EPOLLET, as held edge-triggered
+ * (krec->edge), which makes it ring on every event: counted before the
+ * kernel call that makes the registration so, uncounted after the one that
+ * ends it (krec__nest_count, krec__nest_settle).
  *
  * LOCKING.  Records are made, reused and cleared under the holder's
  * port->mtx (ctl, and the round-robin rotation a harvest makes); they are

@@ -586,8 +586,8 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 				       wait__until(until, &ts), sigmask, &db,
 				       &kc, &got)) {
 			/* As a plain wait sleeps (an instance watched by
-			 * another one rings on every event anyway); items
-			 * came meanwhile: collect them. */
+			 * another one keeps its doorbell for its holders:
+			 * WATCHED); items came meanwhile: collect them. */
 			continue;
 		}
 		slept = true;
@@ -607,8 +607,8 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 		batch_add(&b, got, kc.urgent, (int64_t)sys_now_ns());
 		/* Woken only by kernel events the batch holds already: a
 		 * level-triggered kernel fd keeps the epoll readable.  A doze
-		 * goes on blind; a watched instance (which cannot doze: it rings
-		 * on every event) returns rather than spin. */
+		 * goes on blind; a watched instance (which cannot doze: its
+		 * holders see its doorbell) returns rather than spin. */
 		if (got == 0 && kc.repeats > 0 && !db) {
 			if (!dozed)
 				break;

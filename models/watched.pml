@@ -1,0 +1,206 @@
+/*
+ * watched.pml - the doorbell of a watched instance (src/bell.c, WATCHED):
+ * an instance held by other uepoll instances (nesting), for the spin model
+ * checker.  Checked exhaustively: no execution leaves a holder asleep while
+ * an item is queued (lost wakeup), every item is consumed once, and an
+ * edge-triggered holder gets a doorbell write after each event (the kernel
+ * wakes an epoll's pollers on each event of a source it holds).
+ *
+ * The watched instance's doorbell is level-triggered in its kernel epoll:
+ * a level-triggered holder's kernel epoll reports the instance while the
+ * doorbell's eventfd is non-zero, whatever woke it.  Shared state, as in
+ * bell.c:
+ *   count       items on the ready queue (rq_empty: the queue's tail,
+ *               published by cds_wfcq_enqueue's fenced exchange)
+ *   db_set      bell.set: the doorbell rung (its eventfd non-zero, or the
+ *               ring's write on its way)
+ *   db_cnt      the doorbell's eventfd is non-zero (the level)
+ *   db_edge     a write of the doorbell since the edge-triggered holder's
+ *               last wakeup (each write wakes the holders' callbacks)
+ *   wedge       bell.wedge: a holder holds the instance edge-triggered
+ *   mine[i]     producer i's last event has had no edge since (ghost)
+ * A signal (port_item_signal: rq_enqueue, then bell_kick_edge) rings on
+ * every event while a holder is edge-triggered (bell_ring: `set` = 1, then
+ * the write), else only when `set` is 0 (bell__kick_db: test, exchange,
+ * write).  bell_clear (a wait that found nothing, bell_mirror, a holder's
+ * check krec__ready) reads the eventfd, stores `set` = 0, looks at the
+ * queue and kicks.  bell_watch (read, `set` = 0, prune, kick) is done
+ * before the model starts: it is bell_clear's order with the count first.
+ * Each line between labels is one atomic step of the C code.  Two
+ * configurations (init chooses):
+ *   0  wedge = 0: a level-triggered holder's thread (asleep until the
+ *      level, then its caller's waits on the instance take what is queued
+ *      and the one that finds nothing clears) beside a thread of the
+ *      instance (takes an item, or clears as a zero-timeout wait that found
+ *      nothing, or sleeps: clears, counts itself, re-checks, sleeps on the
+ *      level-triggered doorbell);
+ *   1  wedge = 1: an edge-triggered holder's thread (asleep until a write
+ *      of the doorbell) beside the level-triggered one; each producer
+ *      asserts after its signal that its event has had a write since.
+ * models/check.sh runs it, and each mutant, which must fail:
+ *   MUTANT_WATCH_NO_WEDGE     a signal only kicks though a holder is
+ *                             edge-triggered
+ *   MUTANT_CLEAR_STORE_FIRST  bell_clear stores `set` = 0 before its read
+ *   MUTANT_CLEAR_NO_RECHECK   bell_clear does not look at the queue (and
+ *                             kick) after its store
+ *   MUTANT_KICK_FIRST         the kick before the item is queued
+ * (What else may hold `set` at 1 without a write is not modelled: a ring
+ * that woke a napper, which a watched instance's signals never make, and a
+ * doze begun before the watch, during which signals ring: bell.c.)
+ */
+#define NPROD 2
+#define PER   2		/* items per producer */
+
+byte count;
+bit db_set;
+bit db_cnt;
+bit db_edge;
+bit wedge;
+bit mine[NPROD];
+byte produced;
+byte consumed;
+
+/* bell__kick_db: test, exchange, write(2). */
+inline kick_db() {
+	if
+	:: db_set == 0 ->
+		if
+		:: atomic { db_set == 0 -> db_set = 1 } ->
+			atomic { db_cnt = 1; db_edge = 1 }	/* write(dbfd) */
+		:: atomic { db_set == 1 -> skip }
+		fi
+	:: else -> skip
+	fi
+}
+
+/* bell_kick_edge while watched. */
+inline signal() {
+#ifdef MUTANT_WATCH_NO_WEDGE
+	kick_db()
+#else
+	if
+	:: wedge ->
+		db_set = 1;				/* bell_ring */
+		atomic { db_cnt = 1; db_edge = 1 }	/* write(dbfd) */
+	:: else -> kick_db()
+	fi
+#endif
+}
+
+/* bell_clear: read(dbfd), then `set` = 0, then look and kick. */
+inline clear() {
+	if
+	:: db_set == 1 ->
+#ifdef MUTANT_CLEAR_STORE_FIRST
+		db_set = 0;
+		db_cnt = 0;
+#else
+		db_cnt = 0;
+		db_set = 0;
+#endif
+#ifndef MUTANT_CLEAR_NO_RECHECK
+		if
+		:: count > 0 -> kick_db()
+		:: else -> skip
+		fi
+#endif
+	:: else -> skip
+	fi
+}
+
+proctype producer(byte me)
+{
+	byte i = 0;
+	do
+	:: i < PER ->
+#ifdef MUTANT_KICK_FIRST
+		signal();
+		atomic { count++; produced++; mine[me] = 1 }
+#else
+		atomic { count++; produced++; mine[me] = 1 }	/* rq_enqueue */
+		signal();
+		assert(!wedge || !mine[me] || db_edge);
+#endif
+		i++
+	:: else -> break
+	od
+}
+
+/* A level-triggered holder's thread: its kernel epoll reports the instance
+ * while the doorbell's eventfd is non-zero; its caller's waits on the
+ * instance then take what is queued, and the one that finds nothing
+ * clears (wait__settle, bell_mirror). */
+proctype holder_lt()
+{
+	do
+	:: true ->
+end_lt:		atomic { db_cnt == 1 -> skip };
+		do
+		:: atomic { count > 0 -> count--; consumed++ }
+		:: atomic { count == 0 -> break }
+		od;
+		clear()
+	od
+}
+
+/* An edge-triggered holder's thread, woken by each write of the doorbell:
+ * every producer's event before it has had its edge. */
+proctype holder_et()
+{
+	do
+	:: true ->
+end_et:		atomic { db_edge == 1 -> db_edge = 0; mine[0] = 0; mine[1] = 0 };
+		do
+		:: atomic { count > 0 -> count--; consumed++ }
+		:: atomic { count == 0 -> break }
+		od;
+		clear()
+	od
+}
+
+/* A thread waiting on the instance itself. */
+proctype waiter()
+{
+	do
+	:: atomic { count > 0 -> count--; consumed++ }
+	:: atomic { count == 0 -> skip }; clear()	/* found nothing */
+	:: atomic { count == 0 -> skip } ->
+		/* wait__sleep: bell_mirror, bell_sleep_begin (the count is
+		 * not looked at by a watched instance's signals), epoll_wait
+		 * on the level-triggered doorbell (bell_took leaves `set`) */
+		clear();
+		if
+		:: count > 0 -> skip
+		:: else ->
+end_w:			atomic { db_cnt == 1 -> skip }
+		fi
+	od
+}
+
+/* Runs only when nothing else can move: every thread is asleep (or the
+ * producers are done).  A queued item at that point is a lost wakeup. */
+proctype monitor()
+{
+	timeout ->
+	assert(count == 0);
+	assert(consumed == produced);
+	assert(produced == NPROD * PER)
+}
+
+init
+{
+	atomic {
+		byte i;
+		if
+		:: wedge = 0
+		:: wedge = 1
+		fi;
+		for (i : 1 .. NPROD) { run producer(i - 1) }
+		run holder_lt();
+		if
+		:: wedge -> run holder_et()
+		:: else -> run waiter()
+		fi;
+		run monitor()
+	}
+}
