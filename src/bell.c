@@ -74,7 +74,7 @@
  * `wedge` before `watched`: a signal that sees it watched sees it
  * edge-triggered (a signal that sees neither comes before the holder's
  * kernel ADD, whose poll reports the instance if it is ready).  Model:
- * models/doorbell.pml (its LT and ET watcher configurations).  A prune holds the queue's items in a
+ * models/watched.pml.  A prune holds the queue's items in a
  * private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the

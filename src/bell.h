@@ -6,9 +6,10 @@
  * Every wakeup of a thread waiting on an instance goes through this module.
  * Its state is private to it: no other file reads or writes a field of
  * struct bell; they call the verbs below.  The arguments for why no wakeup
- * is lost (DOORBELL, DOZE, WATCHED, QUIET) are in bell.c, beside the stores they
- * rest on, and models/doorbell.pml and models/doze.pml check them (each
- * model step names the verb it stands for).
+ * is lost (DOORBELL, DOZE, WATCHED, QUIET) are in bell.c, beside the
+ * stores they rest on, and models/doorbell.pml, models/doze.pml,
+ * models/watched.pml and models/quiet.pml check them (each model step names
+ * the verb it stands for).
  *
  * Who calls what:
  *   signalers (port.c: a source's event reached the instance)
