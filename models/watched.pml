@@ -17,8 +17,13 @@
  *   db_cnt      the doorbell's eventfd is non-zero (the level)
  *   db_edge     a write of the doorbell since the edge-triggered holder's
  *               last wakeup (each write wakes the holders' callbacks)
- *   wedge       bell.wedge: a holder holds the instance edge-triggered
- *   mine[i]     producer i's last event has had no edge since (ghost)
+ *   wedge       bell__nedge: an instance holds this one, or one above it,
+ *               edge-triggered (the count is the process's: the kernel
+ *               wakes an edge-triggered holder two levels up through every
+ *               level, so the holder modelled here stands for any of them)
+ *   registered  the edge-triggered holder's kernel registration exists
+ *   mine[i]     producer i's last event, queued after the registration,
+ *               has had no edge since (ghost)
  * A signal (port_item_signal: rq_enqueue, then bell_kick_edge) rings on
  * every event while a holder is edge-triggered (bell_ring: `set` = 1, then
  * the write), else only when `set` is 0 (bell__kick_db: test, exchange,
@@ -26,7 +31,7 @@
  * check krec__ready) reads the eventfd, stores `set` = 0, looks at the
  * queue and kicks.  bell_watch (read, `set` = 0, prune, kick) is done
  * before the model starts: it is bell_clear's order with the count first.
- * Each line between labels is one atomic step of the C code.  Two
+ * Each line between labels is one atomic step of the C code.  Three
  * configurations (init chooses):
  *   0  wedge = 0: a level-triggered holder's thread (asleep until the
  *      level, then its caller's waits on the instance take what is queued
@@ -36,7 +41,12 @@
  *      level-triggered doorbell);
  *   1  wedge = 1: an edge-triggered holder's thread (asleep until a write
  *      of the doorbell) beside the level-triggered one; each producer
- *      asserts after its signal that its event has had a write since.
+ *      asserts after its signal that its event has had a write since;
+ *   2  wedge = 0 at first: the edge-triggered holder registers while the
+ *      producers run (krec__nest_count: the count, then the kernel ADD,
+ *      whose poll gives the new registration an edge if the doorbell's
+ *      eventfd is non-zero); an event queued after the registration must
+ *      have its edge, as in 1.
  * models/check.sh runs it, and each mutant, which must fail:
  *   MUTANT_WATCH_NO_WEDGE     a signal only kicks though a holder is
  *                             edge-triggered
@@ -44,6 +54,8 @@
  *   MUTANT_CLEAR_NO_RECHECK   bell_clear does not look at the queue (and
  *                             kick) after its store
  *   MUTANT_KICK_FIRST         the kick before the item is queued
+ *   MUTANT_EDGE_COUNT_LATE    an edge-triggered registration is counted
+ *                             after its kernel ADD
  * (What else may hold `set` at 1 without a write is not modelled: a ring
  * that woke a napper, which a watched instance's signals never make, and a
  * doze begun before the watch, during which signals ring: bell.c.)
@@ -56,9 +68,22 @@ bit db_set;
 bit db_cnt;
 bit db_edge;
 bit wedge;
+bit registered;
 bit mine[NPROD];
 byte produced;
 byte consumed;
+
+/* write(dbfd): the level, and a wakeup of every holder's callback (an
+ * edge for the edge-triggered one once it is registered). */
+inline write_db() {
+	atomic {
+		db_cnt = 1;
+		if
+		:: registered -> db_edge = 1
+		:: else -> skip
+		fi
+	}
+}
 
 /* bell__kick_db: test, exchange, write(2). */
 inline kick_db() {
@@ -66,7 +91,7 @@ inline kick_db() {
 	:: db_set == 0 ->
 		if
 		:: atomic { db_set == 0 -> db_set = 1 } ->
-			atomic { db_cnt = 1; db_edge = 1 }	/* write(dbfd) */
+			write_db()			/* write(dbfd) */
 		:: atomic { db_set == 1 -> skip }
 		fi
 	:: else -> skip
@@ -81,7 +106,7 @@ inline signal() {
 	if
 	:: wedge ->
 		db_set = 1;				/* bell_ring */
-		atomic { db_cnt = 1; db_edge = 1 }	/* write(dbfd) */
+		write_db()			/* write(dbfd) */
 	:: else -> kick_db()
 	fi
 #endif
@@ -115,11 +140,11 @@ proctype producer(byte me)
 	:: i < PER ->
 #ifdef MUTANT_KICK_FIRST
 		signal();
-		atomic { count++; produced++; mine[me] = 1 }
+		atomic { count++; produced++; mine[me] = registered }
 #else
-		atomic { count++; produced++; mine[me] = 1 }	/* rq_enqueue */
+		atomic { count++; produced++; mine[me] = registered }	/* rq_enqueue */
 		signal();
-		assert(!wedge || !mine[me] || db_edge);
+		assert(!mine[me] || db_edge);
 #endif
 		i++
 	:: else -> break
@@ -158,6 +183,26 @@ end_et:		atomic { db_edge == 1 -> db_edge = 0; mine[0] = 0; mine[1] = 0 };
 	od
 }
 
+/* An edge-triggered holder registering (krec__nest_count, then the kernel
+ * ADD, whose poll queues the new registration if the instance is ready). */
+proctype adder()
+{
+#ifndef MUTANT_EDGE_COUNT_LATE
+	wedge = 1;
+#endif
+	atomic {
+		registered = 1;
+		if
+		:: db_cnt == 1 -> db_edge = 1
+		:: else -> skip
+		fi
+	};
+#ifdef MUTANT_EDGE_COUNT_LATE
+	wedge = 1;
+#endif
+	skip
+}
+
 /* A thread waiting on the instance itself. */
 proctype waiter()
 {
@@ -191,15 +236,18 @@ init
 {
 	atomic {
 		byte i;
+		byte cfg;
 		if
-		:: wedge = 0
-		:: wedge = 1
+		:: cfg = 0
+		:: cfg = 1; wedge = 1; registered = 1
+		:: cfg = 2
 		fi;
 		for (i : 1 .. NPROD) { run producer(i - 1) }
 		run holder_lt();
 		if
-		:: wedge -> run holder_et()
-		:: else -> run waiter()
+		:: cfg == 0 -> run waiter()
+		:: cfg == 1 -> run holder_et()
+		:: cfg == 2 -> run adder(); run holder_et()
 		fi;
 		run monitor()
 	}

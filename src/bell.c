@@ -56,10 +56,16 @@
  * watched instance's doorbell is level-triggered (it stays readable, without
  * a new wake, while something is ready), every change that may have made it
  * not ready prunes the queue and clears the doorbell if nothing is left
- * (bell_mirror), and a watched instance that a holder holds edge-triggered
- * (`wedge` > 0) rings on every event (bell_kick_edge: that holder sees each
- * one).  Held level-triggered only, it rings only when the doorbell is not
- * rung (bell__kick_db), one write per idle -> ready change instead of one
+ * (bell_mirror), and while any instance of the process holds another one
+ * edge-triggered (bell__nedge > 0), every watched instance rings on every
+ * event (bell_kick_edge).  Not only its own holders: the kernel wakes an
+ * epoll's pollers on each event of what it holds, whatever the mode of that
+ * registration, so an edge-triggered holder two levels up (A holds B
+ * EPOLLET, B holds C level-triggered) gets an edge for each event of C,
+ * through the wakeups of every level; which instances are above which is not
+ * tracked, so the count is the process's.  With no edge-triggered holder
+ * anywhere, a watched instance rings only when the doorbell is not rung
+ * (bell__kick_db), one write per idle -> ready change instead of one
  * per event: a level-triggered holder's kernel epoll reports the fd while
  * the eventfd is non-zero, whatever wakes it, and `set` == 1 says that it
  * is, or that the ring's write is on its way.  `set` goes back to 0 only
@@ -70,10 +76,17 @@
  * that woke a napper (a watched instance's signals never do that:
  * bell__kick_db; its nappers leave when the watch begins, NAP) and a dozer
  * (a watched instance does not doze, but a doze may have begun before the
- * watch: while `dozers` > 0 its signals ring).  A holder counts itself in
- * `wedge` before `watched`: a signal that sees it watched sees it
- * edge-triggered (a signal that sees neither comes before the holder's
- * kernel ADD, whose poll reports the instance if it is ready).  Model:
+ * watch: while `dozers` > 0 its signals ring).  An edge-triggered
+ * registration is counted in bell__nedge before the kernel call that makes
+ * it (and before `watched`, for a new holder), and uncounted after the one
+ * that ends it: a signal whose seq_cst load (after its enqueue) missed the
+ * count came before that kernel call, whose poll (through every level: the
+ * kernel polls a nested epoll's ready items) reports the instance if the
+ * doorbell is rung, or the ring's write comes after the registration exists
+ * and wakes it.  A kernel epoll that holds the instance edge-triggered
+ * through uepoll_ctl counts once, for good (bell_held_edge_outside); so
+ * does every instance alive at a fork, whose kernel epoll the other process
+ * may then register anywhere without our seeing it.  Model:
  * models/watched.pml.  A prune holds the queue's items in a
  * private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
@@ -231,7 +244,6 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	atomic_init(&b->dozers, 0);
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
-	atomic_init(&b->wedge, 0);
 	atomic_init(&b->xedge, false);
 	atomic_init(&b->lt, false);
 	atomic_init(&b->nopoll, nopoll);
@@ -438,6 +450,7 @@ void bell_polled_outside(struct bell *b, struct readyq *q)
 
 /* Instances with watched > 0, process-wide. */
 static _Atomic int bell__nwatched;
+_Atomic int bell__nedge;
 
 bool bell_any_watched(void)
 {
@@ -452,14 +465,14 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 	int w;
 
 	lock_take(&b->wlock);
-	/* An edge-triggered holder is counted in `wedge` before `watched`
-	 * and uncounted after it: a signal that sees it watched rings for it
-	 * (WATCHED). */
+	/* An edge-triggered holder is counted in bell__nedge before
+	 * `watched` and uncounted after it: a signal that sees it watched
+	 * rings for it (WATCHED). */
 	if (edge && delta > 0)
-		atomic_fetch_add(&b->wedge, 1);
+		bell_watch_edge(1);
 	w = atomic_fetch_add(&b->watched, delta) + delta;
 	if (edge && delta < 0)
-		atomic_fetch_sub(&b->wedge, 1);
+		bell_watch_edge(-1);
 	/* A watched instance's sleepers must be in the kernel epoll, where
 	 * the doorbell wakes them (NAP). */
 	if (delta > 0)

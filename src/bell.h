@@ -59,12 +59,8 @@ struct bell {
 	/* How many of our instances hold this one (WATCHED).  Relaxed: read
 	 * on every signal (seq_cst where NOPOLL decides not to ring). */
 	_Atomic int watched;
-	/* How many of them hold it edge-triggered (EPOLLET): only those need
-	 * a ring per event (WATCHED); counted before `watched`, uncounted
-	 * after it.  Read by signals of a watched instance. */
-	_Atomic int wedge;
-	/* A kernel epoll holds it edge-triggered (counted once in `wedge`,
-	 * for good: bell_held_edge_outside). */
+	/* A kernel epoll holds it edge-triggered, or may (counted once in
+	 * bell__nedge, for good: bell_held_edge_outside). */
 	_Atomic bool xedge;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
@@ -126,6 +122,11 @@ static inline bool bell_wanted(struct bell *b, bool fair)
 	       atomic_load(&b->watched) > 0;
 }
 
+/* Edge-triggered registrations of instances held by instances, anywhere in
+ * the process (WATCHED in bell.c): while there is one, every watched
+ * instance rings on every event.  seq_cst. */
+extern _Atomic int bell__nedge;
+
 /* Write the doorbell unless it is rung already, never a napper's futex
  * instead (a watched instance's holders look at the doorbell). */
 static inline void bell__kick_db(struct bell *b)
@@ -135,8 +136,8 @@ static inline void bell__kick_db(struct bell *b)
 }
 
 /* A source's event reached the instance: ring unless rung; while watched
- * edge-triggered (or dozed on), every time (WATCHED); NOPOLL: only if
- * wanted. */
+ * and an edge-triggered holder exists anywhere (or dozed on), every time
+ * (WATCHED); NOPOLL: only if wanted. */
 static inline void bell_kick_edge(struct bell *b, bool fair)
 {
 	if (atomic_load_explicit(&b->watched, memory_order_relaxed)) {
@@ -145,7 +146,7 @@ static inline void bell_kick_edge(struct bell *b, bool fair)
 		 * (WATCHED: `set` == 1 only while its event is in the
 		 * eventfd, or about to be); a dozer holds `set` at 1 with
 		 * no event behind it (DOZE). */
-		if (atomic_load(&b->wedge) || atomic_load(&b->dozers))
+		if (atomic_load(&bell__nedge) || atomic_load(&b->dozers))
 			bell_ring(b);
 		else
 			bell__kick_db(b);
@@ -296,7 +297,7 @@ static inline void bell_follow_end(struct bell *b)
 
 /* Another instance starts (delta 1) or stops (-1) holding this one; epfd:
  * this instance's kernel epoll (-1 once closed); edge: it holds it
- * edge-triggered (counted in `wedge` too).  Switches the doorbell's mode at
+ * edge-triggered (counted in bell__nedge too).  Switches the doorbell's mode at
  * 0 <-> 1 (WATCHED).  Takes wlock: nests inside the holder's mtx, outside
  * q's lock. */
 void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
@@ -305,18 +306,19 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
  * edge-triggered, its `watched` count unchanged: counted before the kernel
  * call that makes it edge-triggered, uncounted after the one that makes it
  * level-triggered (WATCHED). */
-static inline void bell_watch_edge(struct bell *b, int delta)
+static inline void bell_watch_edge(int delta)
 {
-	atomic_fetch_add(&b->wedge, delta);
+	atomic_fetch_add(&bell__nedge, delta);
 }
 /* A kernel epoll holds the instance edge-triggered (a uepoll_ctl into a
- * kernel epoll, before the kernel call: port__polled): while watched, the
- * instance rings on every event for it too, from now on (WATCHED). */
+ * kernel epoll, before the kernel call: port__polled), or may from now on
+ * without our seeing it (its kernel epoll is about to be shared by a fork):
+ * watched instances ring on every event, from now on (WATCHED). */
 static inline void bell_held_edge_outside(struct bell *b)
 {
 	if (!atomic_load_explicit(&b->xedge, memory_order_relaxed) &&
 	    !atomic_exchange(&b->xedge, true))
-		atomic_fetch_add(&b->wedge, 1);
+		atomic_fetch_add(&bell__nedge, 1);
 }
 /* Something outside uepoll's calls polls the instance's fd after all (the
  * preload saw poll(), select() or a kernel epoll take it): NOPOLL ends for

@@ -11,10 +11,12 @@
  * moves a round-robin registration to the back of the fd's wait queue
  * (krec_rr_took), and knows an urgent one.  A nested instance is counted
  * as watched (bell_watch), which makes it keep its fd exact (WATCHED in
- * bell.c), and, while its registration is EPOLLET, as held edge-triggered
- * (krec->edge), which makes it ring on every event: counted before the
- * kernel call that makes the registration so, uncounted after the one that
- * ends it (krec__nest_count, krec__nest_settle).
+ * bell.c), and, while its registration is EPOLLET, as an edge-triggered
+ * nesting of the process (krec->edge, bell__nedge), which makes every
+ * watched instance ring on every event (an edge-triggered holder sees the
+ * events of every level below it): counted before the kernel call that
+ * makes the registration so, uncounted after the one that ends it
+ * (krec__nest_count, krec__nest_settle).
  *
  * LOCKING.  Records are made, reused and cleared under the holder's
  * port->mtx (ctl, and the round-robin rotation a harvest makes); they are
@@ -456,13 +458,13 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 
 /* WATCHED in bell.c: a loud record n's registration becomes, or stops
  * being, edge-triggered (mtx held). */
-static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
+static void krec__nest_edge(struct krec *n, bool edge)
 {
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) ||
 	    atomic_load_explicit(&n->edge, memory_order_relaxed) == edge)
 		return;
 	atomic_store_explicit(&n->edge, edge, memory_order_relaxed);
-	bell_watch_edge(&inner->bell, edge ? 1 : -1);
+	bell_watch_edge(edge ? 1 : -1);
 }
 
 /* Count record n as its new events say, before the kernel call that
@@ -476,7 +478,7 @@ static void krec__nest_count(struct port *p, struct krec *n,
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed))
 		krec__nest_loud(p, n, inner, true, events & EPOLLET);
 	else if (events & EPOLLET)
-		krec__nest_edge(n, inner, true);
+		krec__nest_edge(n, true);
 }
 
 /* After a kernel call that made record n's registration `events`: uncount
@@ -487,7 +489,7 @@ static void krec__nest_settle(struct port *p, struct krec *n,
 	if (krec__silent(events))
 		krec__nest_loud(p, n, inner, false, false);
 	else if (!(events & EPOLLET))
-		krec__nest_edge(n, inner, false);
+		krec__nest_edge(n, false);
 }
 
 static int krec__nest_add(struct port *p, struct port *inner, int fd,

@@ -49,8 +49,8 @@ struct krec {
 	/* A nested instance registered without EPOLLIN or EPOLLRDNORM
 	 * (SILENT in krec.c); the holder's mtx. */
 	_Atomic bool silent;
-	/* A loud nested instance registered EPOLLET: counted in the inner's
-	 * bell as an edge-triggered holder (WATCHED in bell.c); the holder's
+	/* A loud nested instance registered EPOLLET: counted in bell__nedge
+	 * as an edge-triggered nesting (WATCHED in bell.c); the holder's
 	 * mtx. */
 	_Atomic bool edge;
 };

@@ -708,6 +708,9 @@ static void port__fork_prepare(struct uobj *o)
 		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
 	/* The other process's ctl cannot end our naps (NAP in bell.c). */
 	bell_unnap(&p->bell);
+	/* Nor can we see it register this instance edge-triggered anywhere:
+	 * watched instances ring on every event from now on (WATCHED). */
+	bell_held_edge_outside(&p->bell);
 }
 
 static int port__fork_child(struct uobj *o)

@@ -18,6 +18,7 @@
 #include "testlib.h"
 #include "libcwrap.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define K 4
@@ -84,6 +85,17 @@ static void costs(void)
 	/* Level-triggered again. */
 	ev.events = EPOLLIN;
 	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_MOD, in, &ev), 0);
+	CHECK_EQ(counted_writes(e), 1);
+	drain(out, in, e, 1);
+	/* out holds mid edge-triggered, mid holds in level-triggered: the
+	 * kernel wakes out through mid for each event of in, so a ring per
+	 * event (an edge-triggered holder anywhere: bell__nedge). */
+	ev.events = EPOLLIN | EPOLLET;
+	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_MOD, mid, &ev), 0);
+	CHECK_EQ(counted_writes(e), K);
+	drain(out, in, e, 1);
+	ev.events = EPOLLIN;
+	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_MOD, mid, &ev), 0);
 	CHECK_EQ(counted_writes(e), 1);
 	drain(out, in, e, 1);
 	/* A second holder, added edge-triggered, then removed. */
@@ -196,6 +208,24 @@ static void script(const struct sys *s, struct t_log *l)
 	s->rd(e2, &v, 8);
 	t_log_res(l, s->wait(in, out, 4, 0));
 	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, in, NULL));
+	/* An edge-triggered holder two levels up (et holds lt, which holds
+	 * in level-triggered): one event per write, through lt. */
+	ev.data.u64 = 40;
+	t_log_res(l, s->ctl(et, EPOLL_CTL_ADD, lt, &ev));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e2, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->rd(e1, &v, 8);
+	s->rd(e2, &v, 8);
+	t_log_res(l, s->wait(in, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, lt, NULL));
 	/* A kernel epoll holding it edge-triggered beside the
 	 * level-triggered holder: one event per write. */
 	ev.data.u64 = 30;
@@ -228,6 +258,70 @@ static void script(const struct sys *s, struct t_log *l)
 	s->cl(in);
 }
 
+/*
+ * Instances alive at a fork: the other process may register them
+ * edge-triggered, which this one does not see (WATCHED in bell.c).  out ->
+ * mid -> in, level-triggered; after the fork the child holds mid
+ * edge-triggered in a kernel epoll, and the parent writes K times to a
+ * source of in made after the fork, each once the child took the edge
+ * before.  The kernel gives the child an edge per write; so must uepoll.  Returns the edges the child saw.
+ */
+static int fork_edges(const struct sys *s)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, got[4];
+	int out = s->epc(0), mid = s->epc(0), in = s->epc(0), p2c[2], c2p[2];
+	int e, st = 0;
+	uint64_t v = 1;
+	pid_t pid;
+	char c = 0;
+
+	REQUIRE(out >= 0 && mid >= 0 && in >= 0);
+	REQUIRE(pipe(p2c) == 0 && pipe(c2p) == 0);
+	CHECK_EQ(s->ctl(out, EPOLL_CTL_ADD, mid, &ev), 0);
+	CHECK_EQ(s->ctl(mid, EPOLL_CTL_ADD, in, &ev), 0);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int x = epoll_create1(0), n = 0;
+
+		ev.events = EPOLLIN | EPOLLET;
+		if (x < 0 || s->ctl(x, EPOLL_CTL_ADD, mid, &ev) < 0)
+			_exit(100);
+		if (write(c2p[1], "r", 1) != 1)
+			_exit(101);
+		for (int i = 0; i < K; i++) {
+			if (read(p2c[0], &c, 1) != 1)
+				_exit(102);
+			n += epoll_wait(x, got, 4, 1000) == 1;
+			if (write(c2p[1], "a", 1) != 1)
+				_exit(103);
+		}
+		_exit(n);
+	}
+	CHECK_EQ(read(c2p[0], &c, 1), 1);
+	/* Made after the fork: a source of this process only. */
+	e = s->efd(0, EFD_NONBLOCK);
+	REQUIRE(e >= 0);
+	CHECK_EQ(s->ctl(in, EPOLL_CTL_ADD, e, &ev), 0);
+	for (int i = 0; i < K; i++) {
+		CHECK_EQ(s->wr(e, &v, 8), 8);
+		CHECK_EQ(write(p2c[1], "w", 1), 1);
+		/* Lockstep: the child has taken this write's edge. */
+		CHECK_EQ(read(c2p[0], &c, 1), 1);
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st));
+	s->cl(e);
+	s->cl(in);
+	s->cl(mid);
+	s->cl(out);
+	close(p2c[0]);
+	close(p2c[1]);
+	close(c2p[0]);
+	close(c2p[1]);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
 static void differential(void)
 {
 	struct t_log k = { 0 }, u = { 0 };
@@ -237,10 +331,32 @@ static void differential(void)
 	t_log_same(&k, &u, "nest level/edge");
 }
 
+/* In a process of its own: the fork leaves its instances ringing on every
+ * event for good, which costs() must not inherit. */
+static void forked(void)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int k = fork_edges(&kern), u = fork_edges(&uep);
+
+		printf("fork: edges seen by the other process: kernel %d, "
+		       "uepoll %d\n", k, u);
+		CHECK_EQ(k, K);
+		CHECK_EQ(u, k);
+		_exit(t_end());
+	}
+	CHECK_EQ(waitpid(pid, &st, 0), pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void)
 {
 	t_begin("t_nest_level");
 	t_watchdog(60);
+	forked();
 	costs();
 	differential();
 	return t_end();
