@@ -6,7 +6,11 @@
  * kernel fds in a uepoll instance: what uepoll adds to a sleeping wait on
  * them (KERNEL COST in src/wait.c).  The round trip as A sees it
  * is the latency.  The `futex` row is the floor: a bare futex word, the same
- * hand-off with nothing else.  The `efd-read` rows have no instance: each
+ * hand-off with nothing else.  The `futex-timed` rows are that floor for a
+ * wait that has a timeout, as every instance row's wait has (10 s): each
+ * sleep computes its deadline (a clock read) and passes it to FUTEX_WAIT, so
+ * the kernel arms and cancels a timer per sleep, as it does for an
+ * epoll_wait with a timeout and for uepoll's nap.  The `efd-read` rows have no instance: each
  * thread blocks in read(2) on its own eventfd (uepoll_read on a ueventfd:
  * a sleep in the mirror's read, MIRROR in src/eventfd.c; on a NOPOLL one,
  * a nap on a futex word, NAP there).  Both threads
@@ -44,6 +48,7 @@ struct pp {
 	int b_cpu;
 	uint64_t b_handled;
 	_Atomic uint32_t turn; /* futex row: 0 A's turn, 1 B's turn */
+	bool timed;		/* futex-timed rows */
 	struct hist *h;
 };
 
@@ -57,6 +62,8 @@ static void pp_size(bool quick, struct params *p, int *reps)
  * PP_FORK (with PP_READ) B is a forked process, semaphore eventfds. */
 #define PP_READ 2u
 #define PP_FORK 4u
+/* futex rows: each sleep has a deadline (the futex-timed rows). */
+#define PP_TIMED 8u
 
 /* PP_FORK: what B's process reports, in MAP_SHARED memory. */
 struct pp_shm {
@@ -100,6 +107,9 @@ static const struct pp_variant {
 	  "" },
 	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0, 0, "" },
 	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1, 0, "" },
+	{ "futex-timed/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), PP_TIMED, 0, "" },
+	{ "futex-timed/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), PP_TIMED | 1, 0,
+	  "" },
 };
 
 static int pp_cases(struct bcase *out, int max)
@@ -301,6 +311,22 @@ static long futex(_Atomic uint32_t *uaddr, int op, uint32_t val)
 	return syscall(SYS_futex, (uint32_t *)uaddr, op, val, NULL, NULL, 0);
 }
 
+/* Sleep while *uaddr == val; timed: until 10 s from now (an absolute
+ * CLOCK_MONOTONIC deadline, as a wait with a timeout has). */
+static void futex_sleep(_Atomic uint32_t *uaddr, uint32_t val, bool timed)
+{
+	struct timespec ts;
+
+	if (!timed) {
+		futex(uaddr, FUTEX_WAIT_PRIVATE, val);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += 10;
+	syscall(SYS_futex, (uint32_t *)uaddr, FUTEX_WAIT_BITSET_PRIVATE, val,
+		&ts, NULL, FUTEX_BITSET_MATCH_ANY);
+}
+
 static void *pp_fb(void *arg)
 {
 	struct pp *pp = arg;
@@ -309,7 +335,7 @@ static void *pp_fb(void *arg)
 	pin_self(pp->b_cpu);
 	for (long i = 0; i < total; i++) {
 		while (atomic_load(&pp->turn) != 1)
-			futex(&pp->turn, FUTEX_WAIT_PRIVATE, 0);
+			futex_sleep(&pp->turn, 0, pp->timed);
 		atomic_store(&pp->turn, 0);
 		futex(&pp->turn, FUTEX_WAKE_PRIVATE, 1);
 		pp->b_handled++;
@@ -332,6 +358,7 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 	struct sigaction sa = { .sa_handler = pp_sigchld }, osa;
 
 	pp.s = s;
+	pp.timed = c->flags & PP_TIMED;
 	pp.rounds = params_get(p, "rounds");
 	pp.h = calloc(1, sizeof(*pp.h));
 	if (!pp.h)
@@ -398,7 +425,7 @@ static void pp_run(const struct sys *s, const struct bcase *c,
 			atomic_store(&pp.turn, 1);
 			futex(&pp.turn, FUTEX_WAKE_PRIVATE, 1);
 			while (atomic_load(&pp.turn) != 0)
-				futex(&pp.turn, FUTEX_WAIT_PRIVATE, 1);
+				futex_sleep(&pp.turn, 1, pp.timed);
 		} else if (rd) {
 			src_signal(s, &pp.to_b);
 			pp_read_token(&pp, &pp.to_a);
