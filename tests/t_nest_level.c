@@ -52,6 +52,22 @@ static void drain(int holder, int in, const int *e, int want_holder)
 	CHECK_EQ(uepoll_wait(holder, ev, K + 1, 0), 0);
 }
 
+/* holder's registration of target made edge-triggered: K rings for K
+ * writes; level-triggered again: 1.  (The drains take out's event.) */
+static void edge_then_level(int out, int holder, int target, int in,
+			    const int *e)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 100 };
+
+	CHECK_EQ(uepoll_ctl(holder, EPOLL_CTL_MOD, target, &ev), 0);
+	CHECK_EQ(counted_writes(e), K);
+	drain(out, in, e, 1);
+	ev.events = EPOLLIN;
+	CHECK_EQ(uepoll_ctl(holder, EPOLL_CTL_MOD, target, &ev), 0);
+	CHECK_EQ(counted_writes(e), 1);
+	drain(out, in, e, 1);
+}
+
 static void costs(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 100 };
@@ -77,27 +93,13 @@ static void costs(void)
 		CHECK_EQ(counted_writes(e), 1);
 		drain(out, in, e, 1);
 	}
-	/* mid holds in edge-triggered: a ring per event. */
-	ev.events = EPOLLIN | EPOLLET;
-	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_MOD, in, &ev), 0);
-	CHECK_EQ(counted_writes(e), K);
-	drain(out, in, e, 1);
-	/* Level-triggered again. */
-	ev.events = EPOLLIN;
-	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_MOD, in, &ev), 0);
-	CHECK_EQ(counted_writes(e), 1);
-	drain(out, in, e, 1);
+	/* mid holds in edge-triggered: a ring per event; then
+	 * level-triggered again. */
+	edge_then_level(out, mid, in, in, e);
 	/* out holds mid edge-triggered, mid holds in level-triggered: the
 	 * kernel wakes out through mid for each event of in, so a ring per
 	 * event (an edge-triggered holder anywhere: bell__nedge). */
-	ev.events = EPOLLIN | EPOLLET;
-	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_MOD, mid, &ev), 0);
-	CHECK_EQ(counted_writes(e), K);
-	drain(out, in, e, 1);
-	ev.events = EPOLLIN;
-	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_MOD, mid, &ev), 0);
-	CHECK_EQ(counted_writes(e), 1);
-	drain(out, in, e, 1);
+	edge_then_level(out, out, mid, in, e);
 	/* A second holder, added edge-triggered, then removed. */
 	ev.events = EPOLLIN | EPOLLET;
 	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_ADD, in, &ev), 0);
