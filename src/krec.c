@@ -57,6 +57,18 @@
  * A harvest's check of a nested instance takes no lock of its own (rq->lock
  * through rq_prune).
  *
+ * STALE.  A MOD does not take a registration off the kernel's ready list:
+ * one that was loud and queued there stays queued after a MOD makes it
+ * silent, until an epoll_wait on the holder scans the list and drops it.
+ * While it stays, a MOD that makes it loud again finds it queued and wakes
+ * nobody, so an edge-triggered holder of this instance gets no edge; the
+ * kernel's holder gets one if a wait on the instance came between (the
+ * fuzzer's input tests/fuzz/corpus/silent-stale).  So a MOD that makes a
+ * record silent keeps it counted in nkernel (and in ksettle) until a wait
+ * has looked at the kernel epoll, as the kernel's next wait on the
+ * instance would (wait__kernel uncounts what it found counted before its
+ * call).  A DEL takes the registration off the list at once.
+ *
  * SILENT.  An epoll's fd reports EPOLLIN | EPOLLRDNORM and nothing else, so
  * a nested instance registered without either never fires (perf's `bench
  * epoll wait -N` registers its chain with EPOLLHUP only).  Its registration
@@ -482,14 +494,23 @@ static void krec__nest_count(struct port *p, struct krec *n,
 }
 
 /* After a kernel call that made record n's registration `events`: uncount
- * what it no longer is (silent, level-triggered). */
+ * what it no longer is (silent, level-triggered).  A MOD that made it
+ * silent stays counted in nkernel until a wait has looked at the kernel
+ * epoll (STALE). */
 static void krec__nest_settle(struct port *p, struct krec *n,
 			      struct port *inner, uint32_t events)
 {
-	if (krec__silent(events))
+	if (krec__silent(events)) {
+		if (!atomic_load_explicit(&n->silent, memory_order_relaxed)) {
+			/* Counted again before nest_loud uncounts it: no
+			 * wait sees nkernel drop in between. */
+			atomic_fetch_add(&p->nkernel, 1);
+			atomic_fetch_add(&p->ksettle, 1);
+		}
 		krec__nest_loud(p, n, inner, false, false);
-	else if (!(events & EPOLLET))
+	} else if (!(events & EPOLLET)) {
 		krec__nest_edge(n, false);
+	}
 }
 
 static int krec__nest_add(struct port *p, struct port *inner, int fd,

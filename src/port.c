@@ -118,6 +118,7 @@ int port_create(int flags, unsigned int uflags)
 	lock_init(&p->mtx);
 	list_init(&p->items);
 	atomic_init(&p->nkernel, 0);
+	atomic_init(&p->ksettle, 0);
 	atomic_init(&p->nuser, 0);
 	atomic_init(&p->side, 0);
 	atomic_init(&p->kfull, false);

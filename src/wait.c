@@ -93,6 +93,8 @@ static int wait__kernel(struct port *p, struct epoll_event *evs, int max,
 	struct krec_view v;
 	struct krec *n;
 	int r, i, end, k = 0, want = max, dropped;
+	/* STALE in krec.c: silent records this look settles. */
+	int settle = atomic_load(&p->ksettle);
 	bool retried = false, recs;
 
 	*db = false;
@@ -104,6 +106,13 @@ again:
 	else
 		r = sys_epoll_sleep(p->obj.kfd, evs + k, want, timeout,
 				    sigmask);
+	if (unlikely(settle) && r >= 0) {
+		/* The call scanned the kernel's ready list after those MODs:
+		 * their records are off it (STALE). */
+		atomic_fetch_sub(&p->ksettle, settle);
+		atomic_fetch_sub(&p->nkernel, settle);
+		settle = 0;
+	}
 	if (r <= 0)
 		return k ? k : r;
 	if (full)
