@@ -166,6 +166,34 @@ static void wake_round(const struct sys *s, int lt, int e, struct t_log *l)
 	t_log_put(l, b.n == 1 ? (long)b.ev.data.u64 : -1);
 }
 
+/* et holds target edge-triggered (data): what it reports around writes of
+ * e1 and e2 (and the level-triggered lt beside it), then the sources are
+ * drained and the registration removed. */
+static void et_round(const struct sys *s, struct t_log *l, int et,
+		     int target, uint64_t data, int lt, int in, int e1, int e2)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
+				  .data.u64 = data }, out[4];
+	uint64_t v = 1;
+
+	t_log_res(l, s->ctl(et, EPOLL_CTL_ADD, target, &ev));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e2, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	s->wr(e1, &v, 8);
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(et, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	s->rd(e1, &v, 8);
+	s->rd(e2, &v, 8);
+	t_log_res(l, s->wait(in, out, 4, 0));
+	t_log_res(l, s->wait(lt, out, 4, 0));
+	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, target, NULL));
+}
+
 static void script(const struct sys *s, struct t_log *l)
 {
 	int in = s->epc(0), lt = s->epc(0), et = s->epc(0), kep = epoll_create1(0),
@@ -193,41 +221,11 @@ static void script(const struct sys *s, struct t_log *l)
 	t_log_res(l, s->wait(in, out, 4, 0));
 	t_log_res(l, s->wait(lt, out, 4, 0));
 	/* An edge-triggered holder beside it: one event per write. */
-	ev.events = EPOLLIN | EPOLLET;
-	ev.data.u64 = 20;
-	t_log_res(l, s->ctl(et, EPOLL_CTL_ADD, in, &ev));
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e1, &v, 8);
-	t_log_res(l, s->wait(et, out, 4, 0));
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e2, &v, 8);
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e1, &v, 8);
-	t_log_res(l, s->wait(et, out, 4, 0));
-	t_log_res(l, s->wait(et, out, 4, 0));
-	t_log_res(l, s->wait(lt, out, 4, 0));
-	s->rd(e1, &v, 8);
-	s->rd(e2, &v, 8);
-	t_log_res(l, s->wait(in, out, 4, 0));
-	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, in, NULL));
+	et_round(s, l, et, in, 20, lt, in, e1, e2);
 	/* An edge-triggered holder two levels up (et holds lt, which holds
 	 * in level-triggered): one event per write, through lt. */
-	ev.data.u64 = 40;
-	t_log_res(l, s->ctl(et, EPOLL_CTL_ADD, lt, &ev));
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e1, &v, 8);
-	t_log_res(l, s->wait(et, out, 4, 0));
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e2, &v, 8);
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e1, &v, 8);
-	t_log_res(l, s->wait(et, out, 4, 0));
-	s->rd(e1, &v, 8);
-	s->rd(e2, &v, 8);
-	t_log_res(l, s->wait(in, out, 4, 0));
-	t_log_res(l, s->wait(lt, out, 4, 0));
-	t_log_res(l, s->wait(et, out, 4, 0));
-	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, lt, NULL));
+	et_round(s, l, et, lt, 40, lt, in, e1, e2);
+	ev.events = EPOLLIN | EPOLLET;
 	/* A kernel epoll holding it edge-triggered beside the
 	 * level-triggered holder: one event per write. */
 	ev.data.u64 = 30;
