@@ -191,8 +191,8 @@
  *    it, as before; a sleeper does not wake for it.
  * Exactness improves: the instance's fd is not made readable for an item
  * whose source shows nothing, as the kernel's poll of an epoll reports
- * nothing for it.  A watched instance keeps ringing on every event
- * (WATCHED).  Model: models/quiet.pml (a write of 0 and a reader that
+ * nothing for it.  A watched instance does not look: its rings follow
+ * WATCHED (and a signal then revalidates it when the item is not ready).  Model: models/quiet.pml (a write of 0 and a reader that
  * drains between a write and its walk; mutants: the look before the CAS, a
  * signal that skips the kick when its item was queued already).
  *

@@ -17,6 +17,7 @@
  */
 #include "testlib.h"
 #include "libcwrap.h"
+#include "twosys.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,35 +121,6 @@ static void costs(void)
 	uepoll_close(out);
 	uepoll_close(mid);
 	uepoll_close(in);
-}
-
-struct sys {
-	int (*epc)(int);
-	int (*ctl)(int, int, int, struct epoll_event *);
-	int (*wait)(int, struct epoll_event *, int, int);
-	int (*efd)(unsigned int, int);
-	ssize_t (*wr)(int, const void *, size_t);
-	ssize_t (*rd)(int, void *, size_t);
-	int (*cl)(int);
-};
-static const struct sys kern = { epoll_create1, epoll_ctl, epoll_wait,
-				 eventfd, write, read, close };
-static const struct sys uep = { uepoll_create1, uepoll_ctl, uepoll_wait,
-				ueventfd, uepoll_write, uepoll_read,
-				uepoll_close };
-
-struct blocked {
-	const struct sys *s;
-	int ep, n;
-	struct epoll_event ev;
-};
-
-static void *blocked_wait(void *arg)
-{
-	struct blocked *b = arg;
-
-	b->n = b->s->wait(b->ep, &b->ev, 1, 5000);
-	return NULL;
 }
 
 /* A write while a thread sleeps on a level-triggered holder of in. */

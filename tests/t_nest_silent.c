@@ -12,6 +12,7 @@
  */
 #include "testlib.h"
 #include "libcwrap.h"
+#include "twosys.h"
 
 #include <unistd.h>
 
@@ -64,33 +65,6 @@ static void costs(void)
 	uepoll_close(c2);
 	uepoll_close(e1);
 	uepoll_close(e2);
-}
-
-struct sys {
-	int (*epc)(int);
-	int (*ctl)(int, int, int, struct epoll_event *);
-	int (*wait)(int, struct epoll_event *, int, int);
-	int (*efd)(unsigned int, int);
-	ssize_t (*wr)(int, const void *, size_t);
-	int (*cl)(int);
-};
-static const struct sys kern = { epoll_create1, epoll_ctl, epoll_wait,
-				 eventfd, write, close };
-static const struct sys uep = { uepoll_create1, uepoll_ctl, uepoll_wait,
-				ueventfd, uepoll_write, uepoll_close };
-
-struct blocked {
-	const struct sys *s;
-	int ep, n;
-	struct epoll_event ev;
-};
-
-static void *blocked_wait(void *arg)
-{
-	struct blocked *b = arg;
-
-	b->n = b->s->wait(b->ep, &b->ev, 1, 5000);
-	return NULL;
 }
 
 /* The log of one run; the kernel's and uepoll's must be equal. */

@@ -11,23 +11,16 @@
  * fuzz_diff: tests/fuzz/corpus/silent-stale).
  */
 #include "testlib.h"
+#include "twosys.h"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-/* One system: 1 the kernel's epoll and eventfd, 0 uepoll's.  Returns what
- * the last wait on A reports (its count). */
-static int run(int kernel, int wait_between)
+/* One system: returns what the last wait on A reports (its count). */
+static int run(const struct sys *s, int wait_between)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, got[4];
-	int a = kernel ? epoll_create1(0) : uepoll_create1(0);
-	int b = kernel ? epoll_create1(0) : uepoll_create1(0);
-	int c = kernel ? epoll_create1(0) : uepoll_create1(0);
-	int e = kernel ? eventfd(1, EFD_NONBLOCK) : ueventfd(1, EFD_NONBLOCK);
-	int (*ctl)(int, int, int, struct epoll_event *) =
-		kernel ? epoll_ctl : uepoll_ctl;
-	int (*wt)(int, struct epoll_event *, int, int) =
-		kernel ? epoll_wait : uepoll_wait;
+	int a = s->epc(0), b = s->epc(0), c = s->epc(0);
+	int e = s->efd(1, EFD_NONBLOCK);
+	int (*ctl)(int, int, int, struct epoll_event *) = s->ctl;
+	int (*wt)(int, struct epoll_event *, int, int) = s->wait;
 	int n;
 
 	REQUIRE(a >= 0 && b >= 0 && c >= 0 && e >= 0);
@@ -47,17 +40,10 @@ static int run(int kernel, int wait_between)
 	ev.events = EPOLLIN;
 	CHECK_EQ(ctl(b, EPOLL_CTL_MOD, c, &ev), 0);
 	n = wt(a, got, 4, 0);
-	if (kernel) {
-		close(e);
-		close(c);
-		close(b);
-		close(a);
-	} else {
-		uepoll_close(e);
-		uepoll_close(c);
-		uepoll_close(b);
-		uepoll_close(a);
-	}
+	s->cl(e);
+	s->cl(c);
+	s->cl(b);
+	s->cl(a);
 	return n;
 }
 
@@ -66,7 +52,7 @@ int main(void)
 	t_begin("t_nest_stale");
 	t_watchdog(30);
 	for (int between = 0; between < 2; between++) {
-		int k = run(1, between), u = run(0, between);
+		int k = run(&kern, between), u = run(&uep, between);
 
 		printf("wait on B between the MODs: %s; A reports: kernel %d, "
 		       "uepoll %d\n", between ? "yes" : "no", k, u);
