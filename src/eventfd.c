@@ -97,8 +97,10 @@
  * LOCKING: count, held, kunits, syncing, nsleep, demote, wseq, wwaiters,
  * co_*, owed.bits are atomics (no lock), in the block `sh` (shm.h) but
  * owed.bits.  SHARED: a change of the counter's class, and kunits, are
- * under xlock, a leaf that may be taken with any of our locks held (it
- * takes none) and is never held across a sleep.  wq.lock protects the list of watching items (its place in
+ * under xm (a robust, process-shared mutex in the block), a leaf taken only
+ * with none of our locks held (at depth 0: a handler never enters it; a
+ * caller inside our locks bypasses it, BYPASS) and never held across a
+ * sleep.  wq.lock protects the list of watching items (its place in
  * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce calls and, at the release, the close
  * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
  * other lock held.  A read or write that a signal handler makes while its
@@ -247,6 +249,19 @@ static void uefd__default_delay(struct uefd *e, uint32_t delay_us)
 
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
 
+/* xm's attributes (SHARED): process-shared, since the block is; robust,
+ * so that the kernel releases it when its holder dies (ROBUST); error
+ * checking, so that a relock by its holder is an error, never a hang. */
+static pthread_mutexattr_t uefd__xattr;
+
+__attribute__((constructor)) static void uefd__setup(void)
+{
+	pthread_mutexattr_init(&uefd__xattr);
+	pthread_mutexattr_setpshared(&uefd__xattr, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&uefd__xattr, PTHREAD_MUTEX_ROBUST);
+	pthread_mutexattr_settype(&uefd__xattr, PTHREAD_MUTEX_ERRORCHECK);
+}
+
 int uefd_create(unsigned int initval, int flags)
 {
 	struct ueventfd_coalesce dflt;
@@ -278,6 +293,7 @@ int uefd_create(unsigned int initval, int flags)
 		goto err_fd;
 	}
 	uefd__probe_long_write(o->kfd);
+	pthread_mutex_init(&e->sh->xm, &uefd__xattr);
 	atomic_init(&e->sh->count, initval);
 	atomic_init(&e->sh->kunits, initval ? 1 : 0);
 	e->semaphore = flags & EFD_SEMAPHORE;
@@ -369,15 +385,15 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  *  - an operation that keeps the counter's class (a write to a non-zero
  *    counter that does not fill it, a semaphore read that leaves it
  *    non-zero and not full) is one CAS, no lock, no system call;
- *  - one that changes the class takes `xlock` (the holder's thread id) and,
- *    in this order: makes the kernel fd readable first if the counter is
+ *  - one that changes the class takes `xm` and, in this order: makes the kernel fd readable first if the counter is
  *    about to become non-zero (pre-step; a semaphore counter leaving full
  *    lowers it from full first), CASes the counter, then settles the kernel
  *    fd on the counter's class (drains it after the counter reached 0, fills
  *    it after it became full), keeping `kunits` equal to its value;
- *  - the holder's death is seen by the next one that wants the lock
- *    (kill(tid, 0) fails with ESRCH), which takes it over, reads the kernel
- *    fd's true value (fdinfo) into kunits and settles.
+ *  - the holder's death, zombie or not, releases xm (the kernel's robust
+ *    futex list: ROBUST, at uefd__xrepair); the next one that takes it
+ *    reads the kernel fd's true value (fdinfo) into kunits and settles;
+ *  - a stopped holder is not waited for (BYPASS, at uefd__xcas_bypass).
  * So at every instant a non-zero counter has a readable kernel fd, whoever
  * died where: a poller, a kernel epoll or a blocked reader of any process
  * never misses a write.  (A non-blocking read that empties a full counter
@@ -388,31 +404,17 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  * behind the holder's back, nor in ppoll(2) on it, which the pre-step would
  * wake before the CAS (on one CPU the reader then preempts the writer and
  * yields back: 3 switches a handoff instead of 1).  It sleeps at most a
- * second (a writer killed between its CAS and its wake wakes nobody).  Watchers are kernel registrations of the fd in
+ * second (a writer killed or stopped between its CAS and its wake wakes
+ * nobody).  Watchers are kernel registrations of the fd in
  * every process (uefd_share moves the userspace ones there; a later ADD goes
  * there too: port.c), whose edge-triggered ones see one edge per class
  * change, as outside pollers always did.  A coalesced write defers its
  * pre-step to the timer of its own process (COALESCE); a normal exit
  * delivers what is deferred (obj.c), a killed writer's deferred wakeup waits
  * for the next operation.
- * A signal handler whose own thread holds xlock CASes the counter without
- * it and raises `recheck`; that holder settles again after its unlock.
+ * A signal handler whose own thread holds xm (or any lock of ours) bypasses
+ * it as it would a stopped holder: its thread is stopped until it returns.
  */
-
-/* This thread's id (the forked child's one thread learns its own: FORK). */
-static __thread uint32_t uefd__tid;
-
-void uefd_fork_child_tid(void)
-{
-	uefd__tid = 0;
-}
-
-static uint32_t uefd__me(void)
-{
-	if (unlikely(!uefd__tid))
-		uefd__tid = (uint32_t)sys_gettid();
-	return uefd__tid;
-}
 
 /* The kernel fd's true value (the holder's takeover), from fdinfo; if that
  * cannot be read, a guess from its readiness that the settle corrects. */
@@ -426,17 +428,37 @@ static uint64_t uefd__kernel_value(struct uefd *e)
 	return !(v & POLLIN) ? 0 : !(v & POLLOUT) ? UEFD_MAX : 1;
 }
 
+/* BYPASS: a change of class was made without xm since the last look
+ * (recheck: stored before the bypass's first step and after its last): its
+ * units are not in kunits, so the kernel fd's value is read again.  xm
+ * held. */
+static void uefd__xfresh(struct uefd *e)
+{
+	if (unlikely(atomic_load_explicit(&e->sh->recheck,
+					  memory_order_relaxed)) &&
+	    atomic_exchange(&e->sh->recheck, 0))
+		atomic_store(&e->sh->kunits, uefd__kernel_value(e));
+}
+
 /* Bring the kernel fd to the counter's class.  defer: do not make it
- * readable (a coalesced write: its timer will).  xlock held.  Whether it
+ * readable (a coalesced write: its timer will).  xm held.  Whether it
  * wrote to the kernel fd (which woke its pollers). */
 static bool uefd__settle(struct uefd *e, bool defer)
 {
 	bool wrote = false;
 
 	for (;;) {
-		uint64_t c = atomic_load(&e->sh->count);
-		uint64_t k = atomic_load(&e->sh->kunits), v;
-		int want = uefd__class(c), have = uefd__class(k);
+		uint64_t c, k, v;
+		int want, have;
+
+		/* Each round: a bypass may come while this one works; a
+		 * drain decided before it may take its unit, and the next
+		 * round, on the true value, writes it again (BYPASS). */
+		uefd__xfresh(e);
+		c = atomic_load(&e->sh->count);
+		k = atomic_load(&e->sh->kunits);
+		want = uefd__class(c);
+		have = uefd__class(k);
 
 		if (c == UEFD_GONE || want == have)
 			return wrote;
@@ -445,6 +467,30 @@ static bool uefd__settle(struct uefd *e, bool defer)
 
 			if (defer && have == 0)
 				return wrote;
+			if (want == 2) {
+				/* Dekker with a bypass's raise (uefd__xraise):
+				 * it sees `filling`, or this sees it; with
+				 * none raising, none begins: the value read
+				 * now is filled exactly.  With one, only
+				 * readable; the bypass settles after it. */
+				atomic_store(&e->sh->filling, 1);
+				if (atomic_load(&e->sh->braise)) {
+					if (have == 0) {
+						sys_eventfd_add(e->obj.kfd, 1);
+						atomic_store(&e->sh->kunits, 1);
+						wrote = true;
+					}
+					atomic_store(&e->sh->filling, 0);
+					return wrote;
+				}
+				k = uefd__kernel_value(e);
+				if (k < UEFD_MAX)
+					sys_eventfd_add(e->obj.kfd, UEFD_MAX - k);
+				atomic_store(&e->sh->kunits, UEFD_MAX);
+				atomic_store(&e->sh->filling, 0);
+				wrote = true;
+				continue;
+			}
 			/* The write first: a death in between leaves kunits
 			 * low, which a takeover reads again. */
 			sys_eventfd_add(e->obj.kfd, to - k);
@@ -472,9 +518,9 @@ static void uefd__xwake(struct uefd *e)
 	}
 }
 
-enum { UEFD_XLOCKED, UEFD_XMINE };
+enum { UEFD_XLOCKED, UEFD_XBYPASS };
 
-/* SHARED HOLD, xlock held: move `moving` into the counter (what does not
+/* SHARED HOLD, xm held: move `moving` into the counter (what does not
  * fit goes back to `held`), then clear it.  The CAS and the clear are
  * adjacent: a holder that dies between them has the move done again by
  * its taker (a value twice), one that dies between the exchange of `held`
@@ -510,14 +556,33 @@ static uint64_t uefd__xmove(struct uefd *e, uint64_t *from)
 	return take;
 }
 
-/* Until xlock is no longer o (true): a short spin (the holder runs on
+#ifndef FUTEX_TID_MASK
+#define FUTEX_TID_MASK 0x3fffffff
+#endif
+
+/* The holder of xm, 0 if none: a robust futex's word is its holder's thread
+ * id (the kernel's robust-futex ABI, which glibc's robust mutex keeps). */
+static uint32_t uefd__xowner(struct uefd *e)
+{
+	return (uint32_t)__atomic_load_n(&e->sh->xm.__data.__lock,
+					 __ATOMIC_SEQ_CST) &
+	       FUTEX_TID_MASK;
+}
+
+/* Is xm held, or was it released by its holder's death and not yet
+ * repaired (FUTEX_OWNER_DIED)?  A settle is owed then (ROBUST). */
+static bool uefd__xbusy(struct uefd *e)
+{
+	return __atomic_load_n(&e->sh->xm.__data.__lock, __ATOMIC_SEQ_CST) != 0;
+}
+
+/* Until xm's holder is no longer o (true): a short spin (the holder runs on
  * another CPU), then a few yields (it was preempted on this one, often by
  * the very reader its pre-step woke). */
 static bool uefd__xspin(struct uefd *e, uint32_t o)
 {
 	for (int i = 0; i < 64 + 4; i++) {
-		if (atomic_load_explicit(&e->sh->xlock, memory_order_relaxed) !=
-		    o)
+		if (uefd__xowner(e) != o)
 			return true;
 		if (i >= 64)
 			sys_yield();
@@ -529,63 +594,86 @@ static bool uefd__xspin(struct uefd *e, uint32_t o)
 	return false;
 }
 
-/* Take xlock.  UEFD_XMINE: this thread holds it already (a signal handler
- * inside its holder), nothing taken. */
-static int uefd__xlock(struct uefd *e)
+/* ROBUST: xm's holder died (the kernel released the lock at its exit,
+ * zombie or not, and this locker got EOWNERDEAD): it may have left the
+ * kernel fd between two steps, kunits wrong and a held batch half-moved.
+ * Repair, then mark the lock consistent. */
+static void uefd__xrepair(struct uefd *e)
 {
-	uint32_t me = uefd__me();
-	bool waited = false, moved;
-	uint64_t from;
+	uint64_t from = 1;
+	bool moved;
 
+	atomic_store(&e->sh->kunits, uefd__kernel_value(e));
+	moved = uefd__xmove(e, &from) && from == 0;
+	if (uefd__settle(e, false) || moved)
+		uefd__xwake(e); /* what the dead one owed */
+	pthread_mutex_consistent(&e->sh->xm);
+}
+
+/*
+ * Take xm (UEFD_XLOCKED), or answer UEFD_XBYPASS: this thread is inside one
+ * of our locks (a signal handler, xm's own holder included: it must not
+ * call into the mutex), or, with `bypass`, xm's holder is stopped (BYPASS,
+ * below).  A live holder is waited for: it is between two system calls.  A
+ * dead one was released by the kernel (ROBUST).  Whether the holder is
+ * stopped is asked once a short spin has passed, then every 2 ms.
+ */
+static int uefd__xlock(struct uefd *e, bool bypass)
+{
+	pthread_mutex_t *m = &e->sh->xm;
+	bool spun = false;
+	struct timespec ts;
+	uint32_t o;
+	int r;
+
+	if (lock_held_here())
+		return UEFD_XBYPASS;
+	lock_leaf_enter();
 	for (;;) {
-		uint32_t o = 0;
-
-		/* seq_cst, as every access to xlock: pairs with the unlock's
-		 * store (the holder's updates of kunits are seen). */
-		if (atomic_compare_exchange_strong(&e->sh->xlock, &o, me))
-			return UEFD_XLOCKED;
-		if (o == me)
-			return UEFD_XMINE;
-		/* Whether the holder lives is asked (a system call) only once
-		 * a sleep on the lock has passed. */
-		if (waited && sys_thread_dead(o)) {
-			if (!atomic_compare_exchange_strong(&e->sh->xlock, &o,
-							    me))
+		r = pthread_mutex_trylock(m);
+		if (r == EBUSY) {
+			o = uefd__xowner(e);
+			if (!spun && o) {
+				spun = true;
+				if (uefd__xspin(e, o))
+					continue;
+			}
+			if (bypass && o && sys_thread_stopped(o)) {
+				lock_leaf_leave();
+				return UEFD_XBYPASS;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += 2000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			r = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
+			if (r == ETIMEDOUT)
 				continue;
-			/* Takeover: the dead holder may have left the kernel
-			 * fd between two steps, and kunits wrong. */
-			atomic_store(&e->sh->kunits, uefd__kernel_value(e));
-			/* A held batch it was moving into the counter. */
-			from = 1;
-			moved = uefd__xmove(e, &from) && from == 0;
-			if (uefd__settle(e, false) || moved)
-				uefd__xwake(e); /* what the dead one owed */
-			return UEFD_XLOCKED;
 		}
-		/* A holder is between two steps of one system call's length
-		 * (a blocked reader its pre-step woke finds it there): wait a
-		 * little awake, then give it the CPU, before a futex sleep
-		 * that would cost both a second switch. */
-		if (uefd__xspin(e, o))
-			continue;
-		/* The limit: a holder that dies wakes nobody. */
-		atomic_fetch_add(&e->sh->xwaiters, 1);
-		(void)sys_futex_xwait(&e->sh->xlock, o, 10 * 1000000);
-		atomic_fetch_sub(&e->sh->xwaiters, 1);
-		waited = true;
+		if (r == EOWNERDEAD) {
+			uefd__xrepair(e);
+			r = 0;
+		}
+		if (r == 0)
+			return UEFD_XLOCKED;
+		/* (ENOTRECOVERABLE cannot be: every EOWNERDEAD is repaired
+		 * and made consistent.) */
+		lock_leaf_leave();
+		return UEFD_XBYPASS;
 	}
 }
 
 static void uefd__xunlock(struct uefd *e)
 {
-	atomic_store(&e->sh->xlock, 0);
-	if (atomic_load(&e->sh->xwaiters))
-		sys_futex_xwake(&e->sh->xlock, 1);
-	/* A handler changed the counter while this thread held the lock. */
+	pthread_mutex_unlock(&e->sh->xm);
+	lock_leaf_leave();
+	/* A change made without the lock while this thread held it (BYPASS):
+	 * settle again, on the kernel fd's true value. */
 	if (unlikely(atomic_load_explicit(&e->sh->recheck,
 					  memory_order_relaxed)) &&
-	    atomic_exchange(&e->sh->recheck, 0) &&
-	    uefd__xlock(e) == UEFD_XLOCKED) {
+	    uefd__xlock(e, true) == UEFD_XLOCKED) {
 		uefd__settle(e, false);
 		uefd__xunlock(e);
 	}
@@ -624,6 +712,99 @@ bool uefd_kwatched(struct uefd *e)
 	return k == 2;
 }
 
+static void uefd__xowe(struct uefd *e);
+
+/*
+ * BYPASS: a change of class made without xm, whose holder cannot be waited
+ * for: it is stopped (SIGSTOP, job control, a debugger), or it is this very
+ * thread, which a signal handler interrupted (the handler runs with the
+ * depth raised: lock_held_here).  The kernel never makes one process's
+ * eventfd call wait for another, so neither may this.  What the holder may
+ * do when it runs again is a step it decided before: a raise (harmless: the
+ * kernel fd too ready), or a drain of the kernel fd decided on a counter
+ * that was 0, which may take a unit this bypass put there.  So:
+ *  - `recheck` is stored first and last: the holder, and every later
+ *    settle under xm, read the kernel fd's true value before they trust
+ *    kunits (uefd__xfresh), and the holder looks at it before its drain;
+ *  - a counter leaving 0 makes the kernel fd readable before the CAS (if a
+ *    look finds it not readable), and looks again after the CAS: a drain
+ *    that came between took the unit, so it writes one more;
+ *  - a semaphore counter leaving full takes a unit first (if the kernel fd
+ *    is full), so that it is writable at once;
+ *  - a counter that reached 0 has the kernel fd drained after the CAS
+ *    (taken until EAGAIN: the true value), then looked at again: a bypass
+ *    that made it non-zero meanwhile may have had its unit taken, and it
+ *    is written again (if the fd is not readable);
+ *  - a counter that became full is left to the next settle under xm (the
+ *    fd writable too long meanwhile).
+ * What is left, in models/xmirror.pml: a process killed between such a
+ * drain and the raise after it, or a stopped holder continued and killed
+ * there, leaves the fd not readable over a non-zero counter until the next
+ * operation's settle (the next lock repairs a dead holder's: ROBUST).
+ */
+/* BYPASS: make the kernel fd readable if it is not.  A holder about to
+ * fill it (`filling`) makes it readable itself: seq_cst, Dekker with its
+ * store of `filling` then load of `braise` (uefd__settle), so that the two
+ * never both write and pass the maximum (a write(2) that would, blocks). */
+static bool uefd__xraise(struct uefd *e)
+{
+	bool w = false;
+
+	atomic_fetch_add(&e->sh->braise, 1);
+	if (!atomic_load(&e->sh->filling) &&
+	    !(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
+		sys_eventfd_add(e->obj.kfd, 1);
+		w = true;
+	}
+	atomic_fetch_sub(&e->sh->braise, 1);
+	return w;
+}
+
+/* BYPASS: a semaphore counter that left its maximum makes the kernel fd
+ * writable if it is full. */
+static void uefd__xunfill(struct uefd *e)
+{
+	uint64_t v;
+
+	if (!(sys_poll_now(e->obj.kfd, POLLOUT) & POLLOUT))
+		(void)sys_eventfd_take(e->obj.kfd, &v);
+}
+
+static bool uefd__xcas_bypass(struct uefd *e, uint64_t *c, uint64_t n,
+			      bool defer, bool *kw)
+{
+	bool up = *c == 0 && n > 0 && !defer, unfull, ok;
+	uint64_t v;
+
+	unfull = uefd__class(*c) == 2 && n < UEFD_MAX && e->semaphore;
+	atomic_store(&e->sh->recheck, 1);
+	if (up && uefd__xraise(e))
+		*kw = true;
+	else if (unfull)
+		uefd__xunfill(e);
+	ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
+	if (ok && unfull)
+		uefd__xunfill(e); /* (a holder's fill decided before it) */
+	if (ok && n == 0) {
+		while (sys_eventfd_take(e->obj.kfd, &v) == sizeof(v))
+			;
+		/* seq_cst, Dekker with a holder's CAS then its look at
+		 * recheck (uefd__xfresh): it reads the kernel fd again, or
+		 * this look sees its CAS (the drain may have taken the unit
+		 * of its pre-step). */
+		atomic_store(&e->sh->recheck, 1);
+		up = atomic_load(&e->sh->count) != 0;
+	}
+	/* seq_cst: the look after the CAS (a drain before it took the unit,
+	 * one after it sees the counter non-zero and raises again). */
+	if (ok && up && uefd__xraise(e))
+		*kw = true;
+	if (ok && *c == 0 && n > 0 && !defer)
+		uefd__xwake(e);
+	uefd__xowe(e);
+	return ok;
+}
+
 /* SHARED: CAS the counter from *c to n, which changes its class; false
  * (with *c the counter now) if it changed meanwhile.  defer: a coalesced
  * write, whose readiness the timer shows.  *kw: set if the kernel fd was
@@ -634,19 +815,14 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 	uint64_t v;
 	bool ok, from0;
 
-	if (uefd__xlock(e) == UEFD_XMINE) {
-		from0 = *c == 0;
-		ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
-		atomic_store(&e->sh->recheck, 1);
-		if (ok && from0 && n > 0)
-			uefd__xwake(e);
-		return ok;
-	}
+	if (uefd__xlock(e, true) == UEFD_XBYPASS)
+		return uefd__xcas_bypass(e, c, n, defer, kw);
 	if (atomic_load(&e->sh->count) != *c) {
 		*c = atomic_load(&e->sh->count);
 		uefd__xunlock(e);
 		return false;
 	}
+	uefd__xfresh(e);
 	/* Pre-step: the kernel fd more ready first. */
 	if (*c == 0 && n > 0 && !defer && atomic_load(&e->sh->kunits) == 0) {
 		sys_eventfd_add(e->obj.kfd, 1);
@@ -654,7 +830,7 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 		*kw = true;
 	} else if (uefd__class(*c) == 2 && n < UEFD_MAX && e->semaphore &&
 		   uefd__class(atomic_load(&e->sh->kunits)) == 2 &&
-		   sys_eventfd_take(e->obj.kfd, &v) == 0) {
+		   sys_eventfd_take(e->obj.kfd, &v) == sizeof(v)) {
 		atomic_fetch_sub(&e->sh->kunits, v);
 	}
 	from0 = *c == 0;
@@ -685,10 +861,11 @@ static void uefd__xsync(struct uefd *e)
 
 	if (c == UEFD_GONE ||
 	    (uefd__class(c) == uefd__class(atomic_load(&e->sh->kunits)) &&
-	     !atomic_load(&e->sh->xlock)))
+	     !uefd__xbusy(e) && !atomic_load(&e->sh->recheck)))
 		return;
-	if (uefd__xlock(e) == UEFD_XMINE) {
-		atomic_store(&e->sh->recheck, 1);
+	if (uefd__xlock(e, true) == UEFD_XBYPASS) {
+		/* The holder settles after it (BYPASS). */
+		uefd__xowe(e);
 		return;
 	}
 	raised = uefd__settle(e, false);
@@ -816,19 +993,26 @@ static void uefd__unwait(void *arg)
 /*
  * Wait until the counter may have room: futex on wseq, bumped by readers.
  * A cancellation point, as the kernel's blocking write(2) is: cancelled,
- * it leaves the count of waiters as it found it.
+ * it leaves the count of waiters as it found it.  O_NONBLOCK is looked at
+ * once per call, before its first wait (`blocked`: a wait has begun): the
+ * kernel's blocked write never looks at the flags again.  A handler with
+ * SA_RESTART restarts the wait, without it the write fails with EINTR, as
+ * write(2) (sys_futex_xsleep).
  */
-static int uefd__wait_room(struct uefd *e, uint64_t v)
+static int uefd__wait_room(struct uefd *e, uint64_t v, bool *blocked)
 {
 	uint64_t c;
 	uint32_t seq;
 	int r, fl;
 
-	fl = sys_fcntl_getfl(e->obj.kfd);
-	if (fl < 0)
-		return fl;
-	if (fl & O_NONBLOCK)
-		return -EAGAIN;
+	if (!*blocked) {
+		fl = sys_fcntl_getfl(e->obj.kfd);
+		if (fl < 0)
+			return fl;
+		if (fl & O_NONBLOCK)
+			return -EAGAIN;
+		*blocked = true;
+	}
 	atomic_fetch_add(&e->sh->wwaiters, 1);
 	pthread_cleanup_push(uefd__unwait, e);
 	/* seq_cst: pairs with the reader's CAS on count then load of wwaiters. */
@@ -850,14 +1034,15 @@ static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
 /* Show the held writes (HOLD): move them into the counter and wake as one
  * write of their sum that is due now.  The timer thread, a write that
  * reaches the count, a change of setting and close call it. */
-/* SHARED HOLD: show the held writes under xlock, through `moving`
+/* SHARED HOLD: show the held writes under xm, through `moving`
  * (uefd__xmove), so that a shower killed in the middle loses nothing.
- * false: a handler inside its own thread's holder; the plain way then. */
+ * false: BYPASS (a stopped holder, or a handler inside one of our locks):
+ * the plain way then. */
 static bool uefd__xshow(struct uefd *e)
 {
 	uint64_t h, c, take;
 
-	if (uefd__xlock(e) == UEFD_XMINE)
+	if (uefd__xlock(e, true) == UEFD_XBYPASS)
 		return false;
 	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
 		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
@@ -943,6 +1128,7 @@ static void uefd__held(struct uefd *e, uint64_t held_now)
 #define UEFD_OWE_IN 0x1u   /* a write's walk (uefd__wrote) */
 #define UEFD_OWE_HELD 0x2u /* a held write's timer (uefd__held) */
 #define UEFD_OWE_OUT 0x4u  /* a read's walk (uefd__was_read) */
+#define UEFD_OWE_SYNC 0x8u /* SHARED: a settle under xm (BYPASS) */
 
 static void uefd__was_read(struct uefd *e, bool emptied);
 
@@ -960,6 +1146,37 @@ static void uefd__owed_work(struct uefd *e, unsigned bits)
 		uefd__held(e, atomic_load(&e->sh->held));
 	if (bits & UEFD_OWE_OUT)
 		uefd__was_read(e, atomic_load(&e->sh->count) == 0);
+	if (bits & UEFD_OWE_SYNC)
+		uefd__sync(e);
+}
+
+/* BYPASS, after the step: a handler inside one of this thread's locks owes
+ * the settle to its thread (which runs it at depth 0, xm free or held by
+ * another); a caller that bypassed a stopped holder settles if the lock is
+ * free by now, else leaves it to that holder's unlock (recheck). */
+static void uefd__xowe(struct uefd *e)
+{
+	int r;
+
+	/* Last: the holder's unlock, or the next settle, sees it after every
+	 * step of this bypass. */
+	atomic_store(&e->sh->recheck, 1);
+	if (lock_held_here()) {
+		lock_owe(&e->owed, UEFD_OWE_SYNC, uefd__owed_hold);
+		return;
+	}
+	lock_leaf_enter();
+	r = pthread_mutex_trylock(&e->sh->xm);
+	if (r == EOWNERDEAD) {
+		uefd__xrepair(e);
+		r = 0;
+	}
+	if (r == 0) {
+		(void)uefd__settle(e, false);
+		uefd__xunlock(e);
+		return;
+	}
+	lock_leaf_leave();
 }
 
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
@@ -977,6 +1194,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	/* SHARED: its locked section settled the kernel fd, and a shared
 	 * ueventfd has no userspace watcher: nothing left for uefd__wrote. */
 	bool settled = false;
+	bool blocked = false; /* this call has begun to wait for room */
 	_Atomic uint64_t *to;
 	uint64_t v, cur;
 	int r;
@@ -1009,7 +1227,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 			return sys_write(e->obj.kfd, buf, n);
 		}
 		if (uefd__room(c, hw ? cur : 0) < v) {
-			r = uefd__wait_room(e, v);
+			r = uefd__wait_room(e, v, &blocked);
 			if (r < 0)
 				return r;
 			cur = atomic_load(to);
@@ -1179,22 +1397,26 @@ static int64_t uefd__xsleep_ns(struct uefd *e)
  *    polls from outside: a write wakes the sleeper (uefd__xwake, after its
  *    CAS and sync) and nobody takes the kernel fd's stale unit, so a
  *    handoff costs a FUTEX_WAKE and a FUTEX_WAIT and no mirror call.
+ *  - a read that has begun to block (`blocked`) on a kernel fd made
+ *    non-blocking since (a plain fcntl(2), maybe by another process):
+ *    read(2) there would answer EAGAIN, where the kernel's blocked read
+ *    never looks at the flags again.
  * SHARED first settles over-readiness a holder left (dead or at work), so
  * that neither this loop nor a poll loop of the program spins on it.
  * O_NONBLOCK, set or cleared with uepoll_fcntl or a plain fcntl(2), is the
- * kernel fd's: one F_GETFL asks it (EAGAIN).  Then the word is read, the
+ * kernel fd's: one F_GETFL asks it (EAGAIN), once per call, before the
+ * call first sleeps (*blocked is set then).  Then the word is read, the
  * reader counted, and the counter and `shared` looked at (seq_cst: Dekker
  * with a writer's CAS then load of xsleepers; with DEMOTE's exchange and
  * uefd_share's store of `shared`, each followed by uefd__mirror_quiesce's
  * wake; a coalesced write that sees a sleeper arms its timer, whose
  * delivery wakes: models/rnap.pml).  A napper that finds `shared` goes
- * round again as SHARED's sleeper.  SHARED's sleep has a timeout, so a
- * handler ends it with EINTR, SA_RESTART or not, as poll(2)'s; NAP's has
- * none: after a handler with SA_RESTART the kernel restarts it, without
- * it the read fails with EINTR, as read(2) on an eventfd.  A cancellation
- * point that leaves nothing behind.
+ * round again as SHARED's sleeper.  After a handler with SA_RESTART the
+ * kernel restarts the sleep (SHARED's has a limit: sys_futex_xsleep),
+ * without it the read fails with EINTR, as read(2) on an eventfd.  A
+ * cancellation point that leaves nothing behind.
  */
-static int uefd__rsleep(struct uefd *e)
+static int uefd__rsleep(struct uefd *e, bool *blocked)
 {
 	bool sh = uefd__shared(e);
 	uint32_t seq;
@@ -1202,13 +1424,17 @@ static int uefd__rsleep(struct uefd *e)
 
 	if (sh)
 		uefd__xsync(e);
-	fl = sys_fcntl_getfl(e->obj.kfd);
-	if (fl < 0)
-		return fl;
-	atomic_store_explicit(&e->sh->nonblock, (fl & O_NONBLOCK) != 0,
-			      memory_order_relaxed);
-	if (fl & O_NONBLOCK)
-		return -EAGAIN;
+	if (!*blocked) {
+		fl = sys_fcntl_getfl(e->obj.kfd);
+		if (fl < 0)
+			return fl;
+		atomic_store_explicit(&e->sh->nonblock,
+				      (fl & O_NONBLOCK) != 0,
+				      memory_order_relaxed);
+		if (fl & O_NONBLOCK)
+			return -EAGAIN;
+		*blocked = true;
+	}
 	seq = atomic_load(&e->sh->rwake);
 	atomic_fetch_add(&e->sh->xsleepers, 1);
 	pthread_cleanup_push(uefd__xunsleep, e);
@@ -1223,6 +1449,10 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 {
 	uint64_t c, take;
 	bool kw = false;
+	/* This call has begun to block: O_NONBLOCK is not looked at again
+	 * (the kernel's blocked read never does); nap: the kernel fd is no
+	 * longer a bed (it was made non-blocking since), rwake is. */
+	bool blocked = false, nap = false, bed;
 	ssize_t r;
 
 	if (n < sizeof(c))
@@ -1272,7 +1502,7 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		 * its kernel fd made readable first (a poller was told so):
 		 * let it finish before answering "empty". */
 		if (unlikely(uefd__shared(e))) {
-			if (atomic_load(&e->sh->xlock))
+			if (uefd__xbusy(e))
 				uefd__xsync(e);
 			if (uefd__overdue(e))
 				uefd__show(e);
@@ -1284,14 +1514,15 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		 * end of a drain loop) on a kernel fd known to be non-blocking
 		 * answers without a system call.  Any other goes to the
 		 * kernel fd, which also tells whether O_NONBLOCK changed. */
-		if (atomic_load_explicit(&e->sh->nonblock, memory_order_relaxed) &&
+		if (!blocked &&
+		    atomic_load_explicit(&e->sh->nonblock, memory_order_relaxed) &&
 		    atomic_fetch_add_explicit(&e->sh->empty_reads, 1,
 					      memory_order_relaxed) == 0)
 			return -EAGAIN;
 		/* SHARED, or NAP: asleep on rwake (uefd__rsleep). */
-		if (unlikely(uefd__shared(e)) ||
+		if (unlikely(uefd__shared(e)) || unlikely(nap) ||
 		    atomic_load_explicit(&e->sh->nopoll, memory_order_relaxed)) {
-			r = uefd__rsleep(e);
+			r = uefd__rsleep(e, &blocked);
 			if (r < 0)
 				return r;
 			c = atomic_load(&e->sh->count);
@@ -1308,12 +1539,25 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		}
 		/* Sleeps here when the fd is blocking, until a writer's sync
 		 * puts units in the kernel fd; on a non-blocking fd its EAGAIN
-		 * is the answer, and tells that O_NONBLOCK is still set. */
+		 * is the answer, and tells that O_NONBLOCK is still set.  It
+		 * had to sleep if no unit was there (kunits >= K) on a fd
+		 * known to block: then this call has blocked, and an EAGAIN
+		 * later means the fd was made non-blocking since. */
+		bed = !atomic_load_explicit(&e->sh->nonblock,
+					    memory_order_relaxed) &&
+		      !atomic_load(&e->sh->kunits);
 		r = uefd__sleep(e);
+		if (r == -EAGAIN && blocked) {
+			nap = true;
+			c = atomic_load(&e->sh->count);
+			continue;
+		}
 		atomic_store_explicit(&e->sh->nonblock, r == -EAGAIN,
 				      memory_order_relaxed);
 		if (r < 0)
 			return r;
+		if (bed)
+			blocked = true;
 		c = atomic_load(&e->sh->count);
 	}
 }
@@ -1506,7 +1750,7 @@ void uefd_demote_wait(struct uefd *e)
 		/* SHARED: the demoter may be another process, and die. */
 		if (sys_futex_xwait(&e->sh->demote, (uint32_t)s,
 				    10 * 1000000) == -ETIMEDOUT &&
-		    uefd__xlock(e) == UEFD_XLOCKED) {
+		    uefd__xlock(e, false) == UEFD_XLOCKED) {
 			if (atomic_load(&e->sh->demote) != UEFD_DEMOTED &&
 			    atomic_load(&e->sh->count) == UEFD_GONE)
 				uefd__xdemote_end(e); /* the demoter died */
@@ -1551,7 +1795,7 @@ static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
 		sys_eventfd_add(e->obj.kfd, c - k);
 }
 
-/* SHARED DEMOTE, xlock held, the counter taken (UEFD_GONE, its value in
+/* SHARED DEMOTE, xm held, the counter taken (UEFD_GONE, its value in
  * `carry`): the kernel fd gets it, and every process learns. */
 static void uefd__xdemote_end(struct uefd *e)
 {
@@ -1569,7 +1813,7 @@ static void uefd__xdemote_end(struct uefd *e)
 	sys_futex_xwake(&e->sh->rwake, INT_MAX);
 }
 
-/* SHARED DEMOTE: under xlock (a holder's death is taken over: a waiter in
+/* SHARED DEMOTE: under xm (a holder's death is repaired: a waiter in
  * uefd_demote_wait finishes a demoter's work from `carry`), the value is
  * stored in `carry` before the counter is taken, so it is never lost. */
 static int uefd__xdemote(struct uefd *e)
@@ -1581,8 +1825,10 @@ static int uefd__xdemote(struct uefd *e)
 	lock_drop(&e->wq.lock);
 	uefd__flush(e);
 	timer_wait_idle(&e->co_timer);
-	if (uefd__xlock(e) == UEFD_XMINE) {
-		/* A handler inside this thread's holder: not now. */
+	/* A stopped holder is waited for: its pending step would land on the
+	 * kernel fd after the counter was carried there. */
+	if (uefd__xlock(e, false) == UEFD_XBYPASS) {
+		/* A handler inside one of this thread's locks: not now. */
 		atomic_store(&e->sh->demote, UEFD_LIVE);
 		sys_futex_xwake(&e->sh->demote, INT_MAX);
 		return -EDEADLK;
@@ -1643,7 +1889,7 @@ int uefd_demote(struct uefd *e)
  * Its watchers become kernel registrations of the fd (a process cannot walk
  * another's instances), NOPOLL ends (the fd must be exact for every
  * process), and the protocol changes from MIRROR to SHARED while other
- * threads may be reading and writing: with xlock held, `shared` is stored,
+ * threads may be reading and writing: with xm held, `shared` is stored,
  * then the MIRROR calls in flight end (a sync that raised `syncing` after
  * the store sees it and settles under the lock instead) and the readers
  * asleep in read(2) on the kernel fd are woken with a unit and come back
@@ -1673,7 +1919,9 @@ int uefd_share(struct uefd *e)
 	r = uefd__to_kernel_watchers(e);
 	atomic_store(&e->sh->kwatch, 2);
 	sys_futex_xwake(&e->sh->kwatch, INT_MAX);
-	(void)uefd__xlock(e); /* nobody else takes it before `shared` */
+	/* Nobody else takes it before `shared`; the prepare handler holds
+	 * no lock of ours. */
+	(void)uefd__xlock(e, false);
 	atomic_store(&e->sh->shared, true);
 	uefd__mirror_quiesce(e);
 	uefd__settle(e, false);

@@ -30,7 +30,7 @@ enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
  * (shm.h), so that after a fork both processes use the same one (SHARED in
  * eventfd.c).  Every futex word here is waited on and woken with the
  * shared (not private) futex operations.  Line 0 is what a read or write
- * touches; line 1 the rest.
+ * touches; line 1 the rest; lines 2-3 the lock of a change of class.
  */
 struct uefd_ctr {
 	/* The counter.  Every update is a seq_cst CAS: it pairs with the
@@ -39,7 +39,7 @@ struct uefd_ctr {
 	/* Units the library put in the kernel fd and has not taken back,
 	 * those being written included (MIRROR in eventfd.c): never below the
 	 * kernel fd's value, equal to it when no system call is in flight.
-	 * SHARED: the xlock holder's knowledge of the kernel fd's value. */
+	 * SHARED: the xm holder's knowledge of the kernel fd's value. */
 	_Atomic uint64_t kunits;
 	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
 	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
@@ -72,12 +72,15 @@ struct uefd_ctr {
 	/* Writers blocked on a full counter sleep on wseq. */
 	_Atomic uint32_t wseq;
 	_Atomic int wwaiters;
-	/* SHARED: 0, or the thread id of the holder of the counter's lock;
-	 * its waiters (futex word, with xwaiters counting them); a signal
-	 * handler's change that its own thread's holder must look at. */
-	_Atomic uint32_t xlock;
-	_Atomic uint32_t xwaiters;
+	/* SHARED: a change of the counter's class made without `xm` (its
+	 * holder stopped, or a signal handler inside this thread's hold):
+	 * the next settle under `xm` reads the kernel fd's true value first
+	 * (BYPASS in eventfd.c). */
 	_Atomic uint32_t recheck;
+	/* SHARED BYPASS: bypasses about to make the kernel fd readable
+	 * (Dekker with `filling`, line 2, which a holder about to fill it to
+	 * the maximum stores). */
+	_Atomic uint32_t braise;
 	/* SHARED: 1 while uefd_share makes the watchers kernel registrations,
 	 * 2 once they are (futex word: a ctl waits for 2). */
 	_Atomic uint32_t kwatch;
@@ -94,12 +97,23 @@ struct uefd_ctr {
 	_Atomic uint64_t co_count;
 	/* SHARED DEMOTE: the counter carried over to the kernel fd. */
 	_Atomic uint64_t carry;
-	/* SHARED HOLD: held writes an xlock holder is moving into the counter
+	/* SHARED HOLD: held writes an xm holder is moving into the counter
 	 * (0: none); a takeover finishes the move. */
 	_Atomic uint64_t moving;
 	/* (8 words of 4 bytes and 4 of 8: line 1 is full.) */
+
+	/* SHARED: the lock of a change of the counter's class and of kunits
+	 * (eventfd.c): a robust, process-shared mutex, so that the kernel
+	 * releases it when its holder dies (zombie or not) and the next
+	 * locker repairs what it left.  Its word is the holder's thread id
+	 * (the kernel's robust-futex ABI): whether that thread is stopped is
+	 * asked in /proc (BYPASS). */
+	pthread_mutex_t xm;
+	_Atomic uint32_t filling;
+	char pad2_[128 - sizeof(pthread_mutex_t) - 4];
 };
-_Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "two cache lines");
+_Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "four cache lines");
+_Static_assert(offsetof(struct uefd_ctr, xm) == 128, "hot lines first");
 
 struct uefd {
 	struct uobj obj;
@@ -139,8 +153,6 @@ bool uefd_sharing(struct uefd *e);
 void uefd_flush_exit(struct uefd *e);
 /* SHARED: an edge-triggered kernel registration of the fd is made. */
 void uefd_kedge(struct uefd *e);
-/* A forked child's one thread forgets its parent's thread id. */
-void uefd_fork_child_tid(void);
 /* Has a demotion begun? (relaxed) */
 bool uefd_demoting(struct uefd *e);
 /* Something outside uepoll (a demoted instance's kernel epoll) watches the

@@ -163,6 +163,30 @@ static inline void lock_drop(pthread_mutex_t *m)
 	}
 }
 
+/*
+ * A lock that is not ours to take with lock_take (a ueventfd's cross-process
+ * lock, SHARED in eventfd.c: a robust, process-shared pthread mutex in
+ * shared memory) is held inside these: the depth is raised first, so that a
+ * signal handler of this thread never calls into that lock's code while the
+ * thread is inside it (it owes its work instead, as for our own locks), and
+ * the owed work runs when the depth is 0 again.  Not the fork gate: such a
+ * lock protects only shared memory, which the holder releases in its own
+ * process whatever a fork does (FORK in obj.c).
+ */
+static inline void lock_leaf_enter(void)
+{
+	lock__depth++;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static inline void lock_leaf_leave(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (--lock__depth == 0 &&
+	    unlikely(atomic_load_explicit(&lock__list, memory_order_relaxed)))
+		lock__drain();
+}
+
 /* fork handlers (obj.c calls them first in prepare, last after). */
 void lock_fork_prepare(void);
 void lock_fork_parent(void);

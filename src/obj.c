@@ -527,7 +527,6 @@ static void obj__child(void)
 	struct uobj *o;
 
 	sys_fork_child();
-	uefd_fork_child_tid();
 	shm_fork_done();
 	timer_fork_child();
 	lock_fork_child();

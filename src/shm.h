@@ -22,7 +22,7 @@
 #ifndef UEPOLL_SHM_H
 #define UEPOLL_SHM_H
 
-#define SHM_BLOCK 128
+#define SHM_BLOCK 256
 
 void *shm_alloc(void);
 void shm_free(void *p);

@@ -473,16 +473,51 @@ int sys_futex_xwait(void *addr, uint32_t val, int64_t rel_ns)
 					       NULL, 0));
 }
 
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449 /* the same number on every architecture */
+#endif
+
+/* futex_waitv(2) (Linux 5.16) is missing: ENOSYS seen once. */
+static _Atomic bool sys__no_waitv;
+
 int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns)
 {
+	struct futex_waitv w = { .val = val,
+				 .uaddr = (uint64_t)(uintptr_t)addr,
+				 .flags = FUTEX_32 };
 	struct timespec ts;
+	bool done = false;
 	int old;
-	long r;
+	long r = -1;
 
+	/*
+	 * A blocked eventfd read(2) or write(2) sleeps until woken, and a
+	 * signal handler with SA_RESTART restarts it (-ERESTARTSYS).  A
+	 * FUTEX_WAIT with a timeout is restarted by no handler (the kernel's
+	 * restart block ends in EINTR), so a sleep that needs a limit is a
+	 * futex_waitv with an absolute deadline, which the kernel restarts
+	 * under SA_RESTART like read(2), deadline unchanged.  (Before Linux
+	 * 5.16: FUTEX_WAIT, and EINTR after any handler.)
+	 */
 	/* As sys_futex_sleep: nothing to undo if cancelled inside. */
 	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
-	r = sys__libc.syscall(SYS_futex, addr, FUTEX_WAIT, val,
-			      sys__rel(&ts, rel_ns), NULL, 0);
+	if (rel_ns >= 0 &&
+	    !atomic_load_explicit(&sys__no_waitv, memory_order_relaxed)) {
+		uint64_t t = sys_now_ns() + (uint64_t)rel_ns;
+
+		ts.tv_sec = (time_t)(t / 1000000000u);
+		ts.tv_nsec = (long)(t % 1000000000u);
+		r = sys__libc.syscall(SYS_futex_waitv, &w, 1, 0, &ts,
+				      CLOCK_MONOTONIC);
+		if (r < 0 && errno == ENOSYS)
+			atomic_store_explicit(&sys__no_waitv, true,
+					      memory_order_relaxed);
+		else
+			done = true;
+	}
+	if (!done)
+		r = sys__libc.syscall(SYS_futex, addr, FUTEX_WAIT, val,
+				      sys__rel(&ts, rel_ns), NULL, 0);
 	pthread_setcanceltype(old, NULL);
 	return (int)sys__ret(r);
 }
@@ -497,11 +532,35 @@ long sys_gettid(void)
 	return sys__libc.syscall(SYS_gettid);
 }
 
-bool sys_thread_dead(uint32_t t)
+bool sys_thread_stopped(uint32_t t)
 {
-	/* A thread id names its thread group for kill(2); EPERM (another
-	 * user's) is alive. */
-	return sys__libc.syscall(SYS_kill, (pid_t)t, 0) < 0 && errno == ESRCH;
+	static const char pre[] = "/proc/";
+	char path[sizeof(pre) + 16], buf[256], d[12], *p;
+	size_t i = 0, l = sizeof(pre) - 1;
+	ssize_t n;
+	int f;
+
+	/* (No snprintf: a signal handler's caller may come here.)  /proc/<tid>
+	 * names any thread, its process's leader or not. */
+	memcpy(path, pre, l);
+	do
+		d[i++] = (char)('0' + t % 10);
+	while ((t /= 10) > 0);
+	while (i)
+		path[l++] = d[--i];
+	memcpy(path + l, "/stat", 6);
+	f = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, path,
+				   O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return false; /* gone: its robust lock is released */
+	n = sys__libc.syscall(SYS_read, f, buf, sizeof(buf) - 1);
+	sys__libc.syscall(SYS_close, f);
+	if (n <= 0)
+		return false;
+	buf[n] = 0;
+	/* "tid (comm) S ...": the command may hold ')' itself. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
 }
 
 int sys_eventfd_value(int fd, uint64_t *v)

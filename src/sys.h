@@ -99,14 +99,17 @@ void sys_futex_wake_all(_Atomic int *addr);
 /* The shared (not private) futex operations, on a 32-bit word that another
  * process may map too (SHARED in eventfd.c): FUTEX_WAIT while *addr == val,
  * for at most rel_ns (< 0: no limit): 0 woken, -EAGAIN, -ETIMEDOUT or
- * -EINTR; xsleep is a cancellation point, xwait is not.  xwake wakes n. */
+ * -EINTR; xsleep is a cancellation point, xwait is not, and xsleep is
+ * restarted after a handler with SA_RESTART, limit or not, as a blocked
+ * read(2) is (but before Linux 5.16 with a limit).  xwake wakes n. */
 int sys_futex_xwait(void *addr, uint32_t val, int64_t rel_ns);
 int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns);
 void sys_futex_xwake(void *addr, int n);
 /* This thread's id. */
 long sys_gettid(void);
-/* Is thread id t gone (its process dead: kill(t, 0) gives ESRCH)? */
-bool sys_thread_dead(uint32_t t);
+/* Is thread id t stopped (SIGSTOP, job control, a debugger: /proc's 'T'
+ * or 't')?  Async-signal-safe. */
+bool sys_thread_stopped(uint32_t t);
 /* An eventfd's value without touching it (fdinfo's eventfd-count): 0, or
  * -errno where it cannot be read. */
 int sys_eventfd_value(int fd, uint64_t *v);
