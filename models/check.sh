@@ -9,9 +9,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 fail=0
 verify() { # model define -> prints errors count
-	local model=$1 def=$2
+	local model=$1 def=$2 flags
+	# A model may add pan options on a line "PAN_FLAGS: ..." (xmirror.pml:
+	# -E, its final process checks that no live process waits for ever).
+	flags=$(sed -n 's/.*PAN_FLAGS: *\([^*]*\).*/\1/p' "$model" | head -n1)
 	(cd "$work" && rm -f pan* && spin $def -a "$OLDPWD/$model" >/dev/null &&
-		cc -O2 -DSAFETY -o pan pan.c && ./pan -m200000 2>&1) >"$work/out" || true
+		cc -O2 -DSAFETY -o pan pan.c && ./pan -m200000 $flags 2>&1) >"$work/out" || true
 	sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$work/out" | head -n1
 }
 for m in *.pml; do

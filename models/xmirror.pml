@@ -1,25 +1,31 @@
 /*
  * xmirror.pml - XMIRROR, the mirror protocol of a ueventfd shared by
- * processes after a fork (issue 21), for the spin model checker.  The
- * counter block is in shared memory; the kernel eventfd (the mirror, the fd
- * the user polls) is one file for all.  Any process may die at any step.
- * Two processes: a writer (two writes, each of 1 or of what fills the
- * counter) and a reader (a non-blocking read, then a blocking one that
- * sleeps on a futex word), for a semaphore and a non-semaphore ueventfd (init
- * chooses; the kernel fd has the same EFD_SEMAPHORE).  One of them, or
- * none, is killed at any step.  Checked exhaustively:
- *  - at every step: count > 0 => K > 0 (readable never missed), and
- *    K == FULL => count == FULL (writable never missed) except while a
- *    holder of xlock, live or dead, is between the CAS that empties a full
- *    non-semaphore counter and the drain of K (see below);
- *  - a write(2) to the kernel fd never makes K exceed FULL;
- *  - at the end (the live processes done, or the reader asleep),
- *    after a later operation's takeover of a lock a dead process still
- *    holds: class(K) == class(count), kf == K, and every value written by a
- *    write that returned was taken or is still in count
- *    (pdone <= consumed + count <= pstart);
- *  - no live process waits forever (an invalid end state: e.g. a locker
- *    waiting for a dead holder).
+ * processes after a fork (issues 21 and 32), for the spin model checker.
+ * The counter block is in shared memory; the kernel eventfd (the mirror,
+ * the fd the user polls) is one file for all.  Two processes: a writer (two
+ * writes, each of 1 or of what fills the counter) and a reader (a
+ * non-blocking read, then a blocking one that sleeps on a futex word), for
+ * a semaphore and a non-semaphore ueventfd (init chooses; the kernel fd has
+ * the same EFD_SEMAPHORE).  At any step one of them, or none, is killed
+ * (and never reaped: its lock is released by the kernel at its exit, as a
+ * robust futex's is, zombie or not: ROBUST), or stopped (SIGSTOP, a
+ * debugger), and then maybe continued.  Checked exhaustively:
+ *  - at every step: count > 0 => K > 0 (readable never missed) unless a
+ *    stopped holder was bypassed (then only at rest, below), and K == FULL
+ *    => count == FULL (writable never missed) except while a holder, live,
+ *    stopped or dead and not yet repaired, or a bypassing read, is between
+ *    the CAS that leaves a full counter and the drain of K (non-semaphore;
+ *    semaphore: once a bypass came);
+ *  - a write(2) to the kernel fd never makes K exceed FULL (it would block);
+ *  - at the end (the live processes done, or the reader asleep), after a
+ *    death the next operation's settle under the lock: count > 0 => K > 0;
+ *    with no process stopped, class(K) == class(count) (but a bypass's fill,
+ *    left to the next settle: too writable), kf == K (or recheck set), and
+ *    every value written by a write that returned was taken or is still in
+ *    count (pdone <= consumed + count <= pstart);
+ *  - no live process waits for ever: `final` finds every process finished,
+ *    dead, stopped, or the reader asleep with nothing to read (a stopped
+ *    process never reaches an end state: pan runs with -E).
  *
  * Shared state:
  *   count   the counter (FULL stands for 0xfffffffffffffffe)
@@ -29,54 +35,70 @@
  *           xsl, asleep on the futex word rwake, which a write that took
  *           the counter from 0 bumps (and wakes) after its CAS, if xsl > 0.
  *           They never sleep on K: a pre-step's raise, made before the
- *           CAS for other libraries' pollers, would wake them too early
- *           (and, on one CPU, preempt the writer).
- *   kf      the library's belief of K, written only by the xlock holder
+ *           CAS for other libraries' pollers, would wake them too early.
+ *   kf      the library's belief of K (kunits), written by the lock holder
  *   xlock   0, or the pid (1 writer, 2 reader, 3 the final check) of the
- *           holder
- *   dead    the pid of the killed process, 0 if none: kill(t, 0) == ESRCH
- *           is t == dead.  The victim's steps are inside `unless`, so it
- *           stops at once, wherever it is, for good.
+ *           holder of the robust lock xm; odied: released by a death, the
+ *           next locker repairs (kf := K, as read in fdinfo, and settles)
+ *   dead, stopped  the pid killed, or stopped (0: none).  The victim's
+ *           steps are inside `unless`; a stopped process is not `provided`.
+ *   recheck, braise, filling  BYPASS (below)
  * Lock-free ops stay in class 1: a write of v when 1 <= c and c + v < FULL,
- * a read when c < FULL and c - take >= 1.  Others take xlock, then: pre-step
- * (0 -> v: raise K to 1 if kf == 0; FULL -> c > 0: lower K to class 1),
- * CAS of count (reload and retry), post-step sync of K's class to count's,
- * unlock.  Locking: CAS 0 -> me; held by a dead t: CAS t -> me, repair
- * (kf := K, as read in fdinfo) and sync; held by a live t: futex wait until
- * xlock changes (its 10 ms timeout only matters once t is dead, so the
- * wait ends when xlock changes or t dies).  The sleeper settles first if
- * xlock is held or the classes differ, reads rwake, counts itself, looks
- * at count and sleeps while rwake is unchanged (its timeout, 1 s in the
- * C code, is modelled as one wakeup after the writer died: a writer killed
- * between its CAS and its wake wakes nobody).  A non-blocking read of an empty counter that
- * finds xlock held by a dead process takes over (repair, sync, unlock).
+ * a read when c < FULL and c - take >= 1.  Others take the lock, then:
+ * pre-step (0 -> v: raise K to 1 if kf == 0; FULL -> c > 0, semaphore:
+ * lower K to class 1), CAS of count (reload and retry), post-step sync of
+ * K's class to count's (each round first reads K again if recheck is set),
+ * unlock (then settle again if recheck is set).  A live holder is waited
+ * for (FUTEX_WAIT, woken by its unlock or by the kernel at its death).
+ *
+ * BYPASS: a holder that is stopped is not waited for.  The operation sets
+ * recheck, makes K readable before its CAS if it leaves 0 (if K is 0: a
+ * look then a write), or writable if a semaphore counter leaves FULL (if
+ * K is FULL: a look then a read of 1; again after the CAS, where a
+ * holder's fill decided before may have come); after a CAS that leaves 0
+ * it drains K (until EAGAIN), sets recheck and looks at count again,
+ * making K readable if it is non-zero (the drain may have taken the unit of
+ * a holder's pre-step, or of another bypass); after a CAS from 0 it looks
+ * at K again and makes it readable (a continued holder's drain may have
+ * taken its unit); a fill is left to the next settle.  Then it settles
+ * under the lock if that is free.  A holder's fill and a bypass's raise
+ * never both write (K would pass FULL, and a write(2) past it blocks):
+ * Dekker on `filling` (the holder: store, then load braise; with a bypass
+ * raising, only K := 1 if it is 0, the fill left to the bypass's settle)
+ * and `braise` (the bypass: count itself, then load filling; a holder
+ * filling makes K readable itself).
  *
  * Change to the draft (xmirror-spec.md), found by this model: with a
  * non-semaphore kernel fd, lowering K from FULL is a read(2) that takes all,
  * so K goes through 0.  The draft's pre-step (read, write back 1, CAS
  * count FULL -> 0, drain) leaves K == 0 with count == FULL between the read
- * and the write back, and for good if the reader dies there: an epoll
- * waiting for POLLIN on the fd then never wakes, though count is FULL.  No
- * order avoids a miss there (K can only go FULL -> 0 in one read, count
- * FULL -> 0 in one CAS); the one kept misses writability instead: a
+ * and the write back, and for good if the reader dies there.  No order
+ * avoids a miss there; the one kept misses writability instead: a
  * non-semaphore read that empties a full counter does no pre-step, CASes
- * FULL -> 0, then drains K (post-step), so K == FULL with count == 0 only
- * between its CAS and its drain, or until a takeover if it dies there.  A
- * semaphore read leaving FULL goes to FULL - 1 and lowers K by one read of
- * 1: K never passes through 0.  MUTANT_LOWER_FIRST is the draft's order.
+ * FULL -> 0, then drains K.  MUTANT_LOWER_FIRST is the draft's order.
  *
- * Not modelled: the signal handler path (a CAS across classes without the
- * lock, then `recheck`), demotion, blocking writes (the writes here are
- * EAGAIN when they would pass FULL), pid reuse.
+ * Not modelled: the signal handler path (a bypass, as for a stopped holder:
+ * the handler's thread is the holder, stopped until the handler returns),
+ * demotion, blocking writes (the writes here are EAGAIN when they would
+ * pass FULL), a process both stopped and killed, thread id reuse.
  * Each statement is one atomic step of the C code (a load, a store, a CAS,
  * one system call); an atomic block with a guard on shared state is a load
  * with what it decides, or a CAS.
+ * PAN_FLAGS: -E
  * Mutants that models/check.sh requires to fail:
  *   MUTANT_RAISE_AFTER     the 0 -> v write raises K after its CAS
  *   MUTANT_DRAIN_BEFORE    the read that empties the counter drains K
  *                          before its CAS
- *   MUTANT_NO_REPAIR       a takeover does not set kf := K
- *   MUTANT_NO_TAKEOVER     a locker waits on a dead holder as on a live one
+ *   MUTANT_NO_REPAIR       a locker that finds odied does not set kf := K
+ *   MUTANT_ZOMBIE_HOLDS    a dead holder keeps the lock (kill(tid, 0) of a
+ *                          zombie says alive, as before issue 32)
+ *   MUTANT_WAIT_STOPPED    a locker waits for a stopped holder
+ *   MUTANT_NO_FRESH        a holder does not read K again after a bypass
+ *   MUTANT_NO_POSTLOOK     a bypassing write from 0 does not look at K
+ *                          after its CAS
+ *   MUTANT_NO_RELOOK       a bypassing read that drained K does not look
+ *                          at the counter again
+ *   MUTANT_FILL_ANYWAY     a holder fills K while a bypass raises it
  *   MUTANT_LOCKFREE_CROSS  the lock-free write also accepts c == 0
  *   MUTANT_WAKE_BEFORE_CAS the writer wakes the sleepers before its CAS
  *   MUTANT_NO_XSL          the sleeper does not count itself
@@ -93,6 +115,15 @@ byte K;
 byte kf;
 byte xlock;
 byte dead;
+byte stopped;		/* the pid of the stopped process, 0 if none */
+bit odied;		/* FUTEX_OWNER_DIED: the kernel released a dead
+			 * holder's lock; the next locker repairs (ROBUST) */
+bit recheck;		/* a change of class made without the lock (BYPASS) */
+bit bypassed;		/* ghost: some operation bypassed a stopped holder */
+byte braise;		/* bypasses about to make K readable (BYPASS) */
+bit filling;		/* a holder about to fill K to FULL */
+bit bywin;		/* ghost: a bypass read between the CAS that emptied the
+			 * counter and its drain (the allowance of a holder's) */
 bit sem;
 bit sleeping;		/* the reader is asleep on the futex word rwake */
 byte xsl;		/* SHARED sleepers counted (xsleepers) */
@@ -106,9 +137,9 @@ byte consumed;		/* values taken from count */
 /* At every step.  The writability miss (non-semaphore, K FULL over an
  * emptied counter) is allowed only inside a locked section, of a live or a
  * dead holder. */
-#define INV	((count == 0 || K > 0) && \
+#define INV	((count == 0 || K > 0 || bypassed) && \
 		 (K < FULL || count == FULL || \
-		  (xlock != 0 && !sem && count == 0)))
+		  ((!sem || bypassed) && (xlock != 0 || odied || bywin))))
 
 /* write(kfd, x) */
 inline kwrite(x) {
@@ -133,17 +164,50 @@ inline lower() {
 }
 
 /* Post-step sync, under xlock: bring K's class to count's, on kf. */
+/* BYPASS: kf is read again (fdinfo) if a bypass came since the last
+ * look. */
+inline xfresh() {
+#ifdef MUTANT_NO_FRESH
+	skip
+#else
+	if
+	:: atomic { recheck -> recheck = 0 }; kf = K
+	:: atomic { !recheck -> skip }
+	fi
+#endif
+}
+
 inline lsync() {
 	do
-	:: c = count;
+	:: xfresh();
+		c = count;
 		if
 		:: CLS(c) == CLS(kf) -> break
 		:: c == 0 && kf > 0 ->			/* drain */
 			kread();
 			kf = (kv == 0 || kv >= kf -> 0 : kf - kv)
 		:: c == FULL && kf < FULL ->		/* raise */
-			kwrite(FULL - kf);
-			kf = FULL
+			/* Dekker with a bypass's raise: one of the two
+			 * writes, never both (K would pass FULL). */
+			filling = 1;
+			if
+#ifndef MUTANT_FILL_ANYWAY
+			:: braise > 0 ->
+				if
+				:: kf == 0 -> kwrite(1); kf = 1
+				:: else -> skip
+				fi;
+				filling = 0;
+				break		/* the fill: the bypass's settle */
+#endif
+			:: else ->
+				/* No bypass raises now, none begins (it
+				 * sees filling): K read, then filled. */
+				kf = K;
+				kwrite(FULL - kf);
+				kf = FULL;
+				filling = 0
+			fi
 		:: c > 0 && c < FULL && kf == 0 ->
 			kwrite(1);
 			kf = 1
@@ -161,30 +225,98 @@ inline repair() {
 	lsync()
 }
 
-inline lock() {
+/* Take the lock; byp = 1 instead if its holder is stopped and `may` (a
+ * bypass), ROBUST: a lock the kernel released at its holder's death is
+ * taken with odied, and repaired. */
+
+inline lock(may) {
+	byp = 0;
 	do
-	:: atomic { xlock == 0 -> xlock = me } -> break
+	:: atomic { xlock == 0 -> xlock = me; died = odied; odied = 0 } ->
+		if
+		:: died -> repair()
+		:: else -> skip
+		fi;
+		break
 	:: atomic { xlock != 0 -> t = xlock } ->
 		if
-#ifndef MUTANT_NO_TAKEOVER
-		:: t == dead ->				/* kill(t, 0): ESRCH */
-			if
-			:: atomic { xlock == t -> xlock = me } -> repair(); break
-			:: atomic { xlock != t -> t = 0 }
-			fi
+#ifndef MUTANT_WAIT_STOPPED
+		:: may && t == stopped ->		/* /proc: 'T' */
+			byp = 1; bypassed = 1; break
 #endif
 		:: else ->				/* FUTEX_WAIT */
-#ifdef MUTANT_NO_TAKEOVER
+#ifdef MUTANT_WAIT_STOPPED
 			atomic { xlock != t -> t = 0 }
 #else
-			atomic { xlock != t || t == dead -> t = 0 }
+			atomic { xlock != t || (may && t == stopped) -> t = 0 }
 #endif
 		fi
 	od
 }
 
+/* Unlock; a bypass meanwhile: settle again (uefd__xunlock). */
 inline unlock() {
-	xlock = 0
+	xlock = 0;
+	if
+	:: recheck ->
+		lock(1);
+		if
+		:: !byp -> lsync(); xlock = 0
+		:: else -> skip
+		fi
+	:: else -> skip
+	fi
+}
+
+/* BYPASS: K readable if it is not (a holder about to fill it makes it
+ * readable itself). */
+inline byraise() {
+	braise = braise + 1;
+	if
+	:: filling -> skip
+	:: else ->
+		if
+		:: atomic { K == 0 -> skip }; kwrite(1)
+		:: atomic { K > 0 -> skip }
+		fi
+	fi;
+	braise = braise - 1
+}
+
+/* BYPASS, at its end: settle under the lock if it is free (uefd__xowe). */
+inline xowe() {
+	recheck = 1;
+	if
+	:: atomic { xlock == 0 -> xlock = me; died = odied; odied = 0 } ->
+		if
+		:: died -> repair()
+		:: else -> lsync()
+		fi;
+		unlock()
+	:: atomic { xlock != 0 -> skip }
+	fi
+}
+
+/* BYPASS, a write from 0 (up): readable before the CAS, looked at after. */
+inline bywr() {
+	recheck = 1;
+	byraise();
+	if
+	:: atomic { count == c -> count = c + v; pstart = pstart + v; r = 1 }
+	:: atomic { count != c -> skip }
+	fi;
+#ifndef MUTANT_NO_POSTLOOK
+	if
+	:: r && c == 0 -> byraise()
+	:: else -> skip
+	fi;
+#endif
+	/* The counter left 0: wake the counted sleepers. */
+	if
+	:: r && c == 0 && xsl > 0 -> rwake = rwake + 1
+	:: else -> skip
+	fi;
+	xowe()
 }
 
 /* A write of 1, or of what fills the counter at the first load. */
@@ -206,52 +338,113 @@ inline wr(fill) {
 			:: atomic { count != c -> skip }
 			fi
 		:: else ->
-			lock();
-			do
-			:: c = count;
-				if
-				:: c + v > FULL -> break	/* EAGAIN */
-				:: else ->
-#ifndef MUTANT_RAISE_AFTER
+			lock(1);
+			if
+			:: byp ->
+				bywr()
+			:: else ->
+				do
+				:: c = count;
+					xfresh();
 					if
-					:: c == 0 && kf == 0 -> kwrite(1); kf = 1
-					:: else -> skip
-					fi;
+					:: c + v > FULL -> break	/* EAGAIN */
+					:: else ->
+#ifndef MUTANT_RAISE_AFTER
+						if
+						:: c == 0 && kf == 0 -> kwrite(1); kf = 1
+						:: else -> skip
+						fi;
 #endif
 #ifdef MUTANT_WAKE_BEFORE_CAS
-					if
-					:: c == 0 && xsl > 0 -> rwake = rwake + 1
-					:: else -> skip
-					fi;
+						if
+						:: c == 0 && xsl > 0 -> rwake = rwake + 1
+						:: else -> skip
+						fi;
 #endif
-					if
-					:: atomic { count == c -> count = c + v; pstart = pstart + v; r = 1; from0 = (c == 0) } -> break
-					:: atomic { count != c -> skip }
+						if
+						:: atomic { count == c -> count = c + v; pstart = pstart + v; r = 1; from0 = (c == 0) } -> break
+						:: atomic { count != c -> skip }
+						fi
 					fi
-				fi
-			od;
+				od;
 #ifdef MUTANT_RAISE_AFTER
-			if
-			:: r && c == 0 && kf == 0 -> kwrite(1); kf = 1
-			:: else -> skip
-			fi;
+				if
+				:: r && c == 0 && kf == 0 -> kwrite(1); kf = 1
+				:: else -> skip
+				fi;
 #endif
-			lsync();
-			unlock();
+				lsync();
+				unlock();
 #ifndef MUTANT_WAKE_BEFORE_CAS
-			/* The counter left 0: wake the counted sleepers. */
-			if
-			:: r && from0 && xsl > 0 -> rwake = rwake + 1
-			:: else -> skip
-			fi;
+				/* The counter left 0: wake the counted sleepers. */
+				if
+				:: r && from0 && xsl > 0 -> rwake = rwake + 1
+				:: else -> skip
+				fi;
 #endif
-			break
+			fi;
+			if
+			:: r || !byp -> break		/* (a bypass whose CAS failed: again) */
+			:: else -> skip
+			fi
 		fi
 	od;
 	if
 	:: r -> pdone = pdone + v
 	:: else -> skip
 	fi
+}
+
+/* BYPASS, a read: a semaphore counter leaving FULL makes K writable
+ * first; one that reached 0 drains K (until EAGAIN) after its CAS, then
+ * looks at the counter again and makes K readable if it is non-zero. */
+inline byrd() {
+	recheck = 1;
+	tk = (sem -> 1 : c);
+	if
+	:: sem && c == FULL ->
+		if
+		:: atomic { K == FULL -> skip }; kread()
+		:: atomic { K < FULL -> skip }
+		fi
+	:: else -> skip
+	fi;
+	if
+	:: atomic { count == c -> count = c - tk; consumed = consumed + tk; r = 1; bywin = (c == tk || (sem && c == FULL)) }
+	:: atomic { count != c -> skip }
+	fi;
+	/* A holder's fill decided before the CAS: writable again. */
+	if
+	:: r && sem && c == FULL ->
+		if
+		:: atomic { K == FULL -> skip }; kread()
+		:: atomic { K < FULL -> skip }
+		fi;
+		bywin = 0
+	:: else -> skip
+	fi;
+	if
+	:: r && c == tk ->
+		do
+		:: kread();
+			if
+			:: kv == 0 -> break
+			:: else -> skip
+			fi
+		od;
+		bywin = 0;
+		/* Dekker with a holder's CAS then xfresh: it sees this, or
+		 * this look sees its CAS. */
+		recheck = 1;
+#ifndef MUTANT_NO_RELOOK
+		if
+		:: count > 0 -> byraise()
+		:: else -> skip
+		fi
+#endif
+	:: else -> skip
+	fi;
+	xowe()
 }
 
 /* A read: r = 1 if it took, 0 for EAGAIN.  nb: non-blocking (its empty
@@ -262,21 +455,16 @@ inline rd(nb) {
 	:: c = count;
 		if
 		:: c == 0 ->
+			/* A holder at work (live: waited for; dead: its lock
+			 * taken, ROBUST; stopped: bypassed) before the answer
+			 * (uefd__xsync). */
 			if
-#ifndef MUTANT_NO_TAKEOVER
-			:: nb ->
-				t = xlock;
+			:: nb && (xlock != 0 || odied) ->
+				lock(1);
 				if
-				:: t != 0 && t == dead ->	/* ESRCH */
-					if
-					:: atomic { xlock == t -> xlock = me } ->
-						repair();
-						unlock()
-					:: atomic { xlock != t -> skip }
-					fi
-				:: else -> skip
+				:: byp -> recheck = 1
+				:: else -> lsync(); unlock()
 				fi
-#endif
 			:: else -> skip
 			fi;
 			break					/* EAGAIN */
@@ -286,9 +474,18 @@ inline rd(nb) {
 			:: atomic { count != c -> skip }
 			fi
 		:: else ->
-			lock();
+			lock(1);
+			if
+			:: byp -> byrd()
+			:: else -> skip
+			fi;
+			if
+			:: byp && r -> break
+			:: byp -> skip			/* its CAS failed: again */
+			:: else ->
 			do
 			:: c = count;
+				xfresh();
 				if
 				:: c == 0 -> break		/* EAGAIN */
 				:: else ->
@@ -321,15 +518,16 @@ inline rd(nb) {
 			lsync();
 			unlock();
 			break
+			fi
 		fi
 	od
 }
 
-proctype writer()
+proctype writer() provided (stopped != 1)
 {
 	byte me = 1;
 	byte c, v, t, kv;
-	bit r, from0;
+	bit r, from0, byp, died;
 
 	{
 		if
@@ -344,11 +542,11 @@ proctype writer()
 	} unless { dead == me }
 }
 
-proctype reader()
+proctype reader() provided (stopped != 2)
 {
 	byte me = 2;
 	byte c, t, tk, kv, seq;
-	bit r;
+	bit r, byp, died;
 
 	{
 		rd(1);
@@ -362,8 +560,13 @@ proctype reader()
 			/* Over-readiness a holder left, or a holder at work:
 			 * settled first (uefd__xsync). */
 			if
-			:: xlock != 0 || CLS(count) != CLS(kf) ->
-				lock(); lsync(); unlock()
+			:: xlock != 0 || odied || recheck ||
+			   CLS(count) != CLS(kf) ->
+				lock(1);
+				if
+				:: byp -> recheck = 1
+				:: else -> lsync(); unlock()
+				fi
 			:: else -> skip
 			fi;
 #ifndef MUTANT_SEQ_AFTER
@@ -380,8 +583,10 @@ proctype reader()
 #endif
 				sleeping = 1;
 				/* FUTEX_WAIT while rwake == seq; its timeout
-				 * matters only once the waker died (once). */
-end_sleep:			atomic { rwake != seq || (dead == 1 && !tmo) ->
+				 * (1 s) matters only once the waker died or
+				 * stopped between its CAS and its wake
+				 * (once). */
+end_sleep:			atomic { rwake != seq || ((dead == 1 || stopped == 1) && !tmo) ->
 					if
 					:: rwake == seq -> tmo = 1
 					:: else -> skip
@@ -396,12 +601,28 @@ end_sleep:			atomic { rwake != seq || (dead == 1 && !tmo) ->
 	} unless { dead == me }
 }
 
-/* One process, or none, is killed at any step. */
+/* One process, or none, is killed at any step (the kernel releases a robust
+ * lock it holds at its exit, zombie or not: ROBUST), or stopped at any
+ * step, and maybe continued later. */
+inline kill(p) {
+	atomic {
+		dead = p;
+#ifndef MUTANT_ZOMBIE_HOLDS
+		if
+		:: xlock == p -> xlock = 0; odied = 1
+		:: else -> skip
+		fi
+#endif
+	}
+}
+
 proctype killer()
 {
 	if
-	:: dead = 1
-	:: dead = 2
+	:: kill(1)
+	:: kill(2)
+	:: stopped = 1; if :: stopped = 0 :: skip fi
+	:: stopped = 2; if :: stopped = 0 :: skip fi
 	:: skip
 	fi
 }
@@ -412,27 +633,36 @@ proctype invariant()
 end:	atomic { !(INV) -> assert(false) }
 }
 
-/* Runs only when nothing else can move.  A lock still held is a dead
- * process's: the next operation would take it over; do that first. */
+/* Runs only when nothing else can move.  After a death the next operation
+ * settles first (its lock taken with odied: ROBUST); a stopped process
+ * may have left K too ready, never not ready. */
 proctype final()
 {
 	byte me = 3;
-	byte c, kv;
+	byte c, kv, t;
+	bit byp, died;
 
 	timeout ->
-	assert(fin[1] || dead == 1);
-	assert(fin[2] || dead == 2 || sleeping);
+	assert(fin[1] || dead == 1 || stopped == 1);
+	assert(fin[2] || dead == 2 || stopped == 2 || sleeping);
 	if
-	:: xlock != 0 ->
-		assert(xlock == dead);
-		xlock = me;
-		repair();
-		unlock()
+	:: dead != 0 ->
+		assert(xlock == 0);	/* released: ROBUST */
+		lock(0); lsync(); unlock()
 	:: else -> skip
 	fi;
-	assert(CLS(K) == CLS(count));
-	assert(kf == K);
-	assert(!(sleeping && dead != 2 && count > 0));
+	assert(count == 0 || K > 0);
+	assert(K < FULL || count == FULL ||
+	       ((!sem || bypassed) && (xlock != 0 || odied || bywin)));
+	if
+	:: stopped == 0 ->
+		/* A bypass's fill is left to the next settle: too writable. */
+		assert(CLS(K) == CLS(count) ||
+		       (recheck && count == FULL && K > 0));
+		assert(kf == K || recheck)
+	:: else -> skip
+	fi;
+	assert(!(sleeping && dead != 2 && stopped != 2 && count > 0));
 	assert(pdone <= consumed + count && consumed + count <= pstart)
 }
 
