@@ -131,6 +131,7 @@ static void uefd__timer_fn(struct timer *t);
 #define UEFD__TSAN 0
 #endif
 
+
 /* The coalescing delay in ns (the HOLD bit masked off). */
 static uint64_t uefd__delay_ns(struct uefd *e)
 {
@@ -610,9 +611,9 @@ void uefd_kedge(struct uefd *e)
 		atomic_store(&e->sh->kedge, 1);
 }
 
-bool uefd_sharing(struct uefd *e)
+bool uefd_shared(struct uefd *e)
 {
-	return atomic_load(&e->sh->kwatch) != 0;
+	return uefd__shared(e);
 }
 
 bool uefd_kwatched(struct uefd *e)
@@ -1640,6 +1641,9 @@ int uefd_demote(struct uefd *e)
 
 /*
  * SHARED: before a fork, make e's counter the one both processes will use.
+ * Only a fork's prepare calls it, and forks are one at a time from before
+ * their walk (FENCE in lock.c): a share is never begun and unfinished at
+ * another fork.
  * Its watchers become kernel registrations of the fd (a process cannot walk
  * another's instances), NOPOLL ends (the fd must be exact for every
  * process), and the protocol changes from MIRROR to SHARED while other
