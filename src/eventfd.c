@@ -120,18 +120,6 @@
 
 static void uefd__timer_fn(struct timer *t);
 
-#if defined(__SANITIZE_THREAD__)
-#define UEFD__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UEFD__TSAN 1
-#endif
-#endif
-#ifndef UEFD__TSAN
-#define UEFD__TSAN 0
-#endif
-
-
 /* The coalescing delay in ns (the HOLD bit masked off). */
 static uint64_t uefd__delay_ns(struct uefd *e)
 {
@@ -779,20 +767,15 @@ static void uefd__timer_fn(struct timer *t)
 	uefd__deliver(container_of(t, struct uefd, co_timer));
 }
 
-/* Arm e's timer.  A forked child has no timer thread until it needs one
- * (SHARED: the parent's settings hold in the child); the thread is started
- * here, outside any lock of ours. */
+/* Arm e's timer: 0, or < 0 when there is no thread or no room (the caller
+ * then delivers at once).  Never starts the thread: a write, which may come
+ * from a signal handler that interrupted malloc, must not (SIGNALS in
+ * timer.c; issue 32).  A forked child has one from the fork if its parent
+ * had one (timer_fork_child_start), else from its next ueventfd() or
+ * ueventfd_coalesce(). */
 static int uefd__arm(struct uefd *e, uint64_t ns)
 {
-	int r = timer_arm(&e->co_timer, ns);
-
-	/* (ThreadSanitizer's runtime cannot start a thread in the child of a
-	 * multi-threaded process: its writes wake at once.) */
-	if (r < 0 && e->co_reserved && !lock_held_here() && !UEFD__TSAN) {
-		timer_ensure();
-		r = timer_arm(&e->co_timer, ns);
-	}
-	return r;
+	return timer_arm(&e->co_timer, ns);
 }
 
 /* Hold this write's wakeups?  `now` is the counter after the write. */
@@ -1426,7 +1409,8 @@ static void uefd__release(struct uobj *o)
 /* FORK (obj.c), in the child: no writer is blocked here any more; owed
  * work queued on a thread that did not come along is done now; a held
  * wakeup (queued, or being delivered by the parent's timer thread) is
- * delivered now, as the child has no timer thread. */
+ * delivered now, early (the child's timer thread, if it gets one, starts
+ * after the repairs: its heap must hold none of the parent's runs). */
 static int uefd__fork_child(struct uobj *o)
 {
 	struct uefd *e = (struct uefd *)o;

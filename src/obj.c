@@ -33,7 +33,9 @@
  * held by a call of a thread that is gone.  Objects left with none (closed
  * while a call was in flight, or being released at that moment) are
  * closed and released in the child, which closes their private fds there.
- * The parent pays the fence and the gate (the spans and lock hold
+ * Last, the child starts its timer thread if the parent had one (timer.c),
+ * so that its coalesced writes stay coalesced and no write has to start
+ * it.  The parent pays the fence and the gate (the spans and lock hold
  * times of the threads in them then); the child repairs every live object
  * (docs/benchmarks.md, fork).
  */
@@ -628,6 +630,9 @@ static void obj__child(void)
 			uobj__ops[t]->release(o);
 		}
 	}
+	/* Repaired: the parent's timers are off the heap (each ueventfd's
+	 * fork_child delivered them), so a thread may run it again. */
+	timer_fork_child_start();
 }
 
 /* SHARED (eventfd.c): a process that exits normally delivers the
