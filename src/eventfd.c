@@ -589,8 +589,13 @@ static void uefd__flush(struct uefd *e);
 
 void uefd_flush_exit(struct uefd *e)
 {
-	if (uefd__shared(e))
+	if (uefd__shared(e)) {
 		uefd__flush(e);
+		/* A run the thread had begun: the exit would stop it half-way
+		 * (its settle not made: a non-zero counter over an unreadable
+		 * kernel fd, for the other processes). */
+		timer_wait_idle(&e->co_timer);
+	}
 }
 
 void uefd_kedge(struct uefd *e)

@@ -135,7 +135,8 @@ int uefd_share(struct uefd *e);
 bool uefd_kwatched(struct uefd *e);
 /* Is e shared (uefd_share is over; no wait)? */
 bool uefd_shared(struct uefd *e);
-/* SHARED: at a normal exit, deliver what this process's timer holds. */
+/* SHARED: at a normal exit, deliver what this process's timer holds (a
+ * run of it in progress is waited for). */
 void uefd_flush_exit(struct uefd *e);
 /* SHARED: an edge-triggered kernel registration of the fd is made. */
 void uefd_kedge(struct uefd *e);

@@ -636,28 +636,44 @@ static void obj__child(void)
 }
 
 /* SHARED (eventfd.c): a process that exits normally delivers the
- * wakeups and held writes its timer holds for shared ueventfds (another
- * process may be waiting for them); its timer thread dies with it.  A
- * handful at most: a fixed room, the rest left to the other processes'
- * readers (which show an overdue held batch). */
+ * wakeups its timer holds for shared ueventfds, every one (another process
+ * may be waiting for them: issue 32 found a fixed room of 64 leaving the
+ * rest unreadable over a non-zero counter); its timer thread dies with it.
+ * In batches of a fixed room, without allocating: each batch is collected
+ * under obj__lock with a reference each, delivered outside it (a delivery
+ * takes instances' locks), and the next walk goes on from the batch's
+ * last object, whose reference keeps it on the live list (only uobj_free
+ * takes an object off, and only at no reference) until that walk has
+ * left it.  Objects made meanwhile join the tail and are delivered too. */
 __attribute__((destructor)) static void obj__exit(void)
 {
-	struct uobj *v[64], *o;
+	struct uobj *v[64], *o, *from = NULL;
 	struct list *l;
-	size_t n = 0;
+	size_t n;
 
-	lock_take(&obj__lock);
-	obj__each(o, l) {
-		if (n < sizeof(v) / sizeof(v[0]) && o->type == UOBJ_EVENTFD &&
-		    o->fd >= 0 && uefd_shared((struct uefd *)o) &&
-		    uobj_tryget(o))
-			v[n++] = o;
-	}
-	lock_drop(&obj__lock);
-	for (size_t i = 0; i < n; i++) {
-		uefd_flush_exit((struct uefd *)v[i]);
-		uobj_put(v[i]);
-	}
+	do {
+		n = 0;
+		lock_take(&obj__lock);
+		for (l = from ? from->live.next : obj__live.next;
+		     l != &obj__live && n < sizeof(v) / sizeof(v[0]);
+		     l = l->next) {
+			o = container_of(l, struct uobj, live);
+			if (o->type == UOBJ_EVENTFD && o->fd >= 0 &&
+			    uefd_shared((struct uefd *)o) && uobj_tryget(o))
+				v[n++] = o;
+		}
+		lock_drop(&obj__lock);
+		if (from)
+			uobj_put(from);
+		from = NULL;
+		for (size_t i = 0; i < n; i++) {
+			uefd_flush_exit((struct uefd *)v[i]);
+			if (i + 1 < n || l == &obj__live)
+				uobj_put(v[i]);
+			else
+				from = v[i]; /* the next walk starts after it */
+		}
+	} while (from);
 }
 
 __attribute__((constructor)) static void obj__setup(void)
