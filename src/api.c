@@ -288,10 +288,7 @@ UEPOLL_API int uepoll_demote(int fd)
 
 	if (!o) /* a kernel object already, if open */
 		return (int)api__ret(sys_fcntl_getfl(fd) < 0 ? -EBADF : 0);
-	if (o->type == UOBJ_PORT)
-		r = port_demote((struct port *)o);
-	else
-		r = uefd_demote((struct uefd *)o);
+	r = uobj_demote(o); /* (a fork waits for it: FORK in obj.c) */
 	uobj_put(o);
 	return (int)api__ret(r);
 }

@@ -122,17 +122,6 @@
 
 static void uefd__timer_fn(struct timer *t);
 
-#if defined(__SANITIZE_THREAD__)
-#define UEFD__TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UEFD__TSAN 1
-#endif
-#endif
-#ifndef UEFD__TSAN
-#define UEFD__TSAN 0
-#endif
-
 /* The coalescing delay in ns (the HOLD bit masked off). */
 static uint64_t uefd__delay_ns(struct uefd *e)
 {
@@ -688,8 +677,13 @@ static void uefd__flush(struct uefd *e);
 
 void uefd_flush_exit(struct uefd *e)
 {
-	if (uefd__shared(e))
+	if (uefd__shared(e)) {
 		uefd__flush(e);
+		/* A run the thread had begun: the exit would stop it half-way
+		 * (its settle not made: a non-zero counter over an unreadable
+		 * kernel fd, for the other processes). */
+		timer_wait_idle(&e->co_timer);
+	}
 }
 
 void uefd_kedge(struct uefd *e)
@@ -698,9 +692,9 @@ void uefd_kedge(struct uefd *e)
 		atomic_store(&e->sh->kedge, 1);
 }
 
-bool uefd_sharing(struct uefd *e)
+bool uefd_shared(struct uefd *e)
 {
-	return atomic_load(&e->sh->kwatch) != 0;
+	return uefd__shared(e);
 }
 
 bool uefd_kwatched(struct uefd *e)
@@ -955,20 +949,15 @@ static void uefd__timer_fn(struct timer *t)
 	uefd__deliver(container_of(t, struct uefd, co_timer));
 }
 
-/* Arm e's timer.  A forked child has no timer thread until it needs one
- * (SHARED: the parent's settings hold in the child); the thread is started
- * here, outside any lock of ours. */
+/* Arm e's timer: 0, or < 0 when there is no thread or no room (the caller
+ * then delivers at once).  Never starts the thread: a write, which may come
+ * from a signal handler that interrupted malloc, must not (SIGNALS in
+ * timer.c; issue 32).  A forked child has one from the fork if its parent
+ * had one (timer_fork_child_start), else from its next ueventfd() or
+ * ueventfd_coalesce(). */
 static int uefd__arm(struct uefd *e, uint64_t ns)
 {
-	int r = timer_arm(&e->co_timer, ns);
-
-	/* (ThreadSanitizer's runtime cannot start a thread in the child of a
-	 * multi-threaded process: its writes wake at once.) */
-	if (r < 0 && e->co_reserved && !lock_held_here() && !UEFD__TSAN) {
-		timer_ensure();
-		r = timer_arm(&e->co_timer, ns);
-	}
-	return r;
+	return timer_arm(&e->co_timer, ns);
 }
 
 /* Hold this write's wakeups?  `now` is the counter after the write. */
@@ -1669,7 +1658,8 @@ static void uefd__release(struct uobj *o)
 /* FORK (obj.c), in the child: no writer is blocked here any more; owed
  * work queued on a thread that did not come along is done now; a held
  * wakeup (queued, or being delivered by the parent's timer thread) is
- * delivered now, as the child has no timer thread. */
+ * delivered now, early (the child's timer thread, if it gets one, starts
+ * after the repairs: its heap must hold none of the parent's runs). */
 static int uefd__fork_child(struct uobj *o)
 {
 	struct uefd *e = (struct uefd *)o;
@@ -1886,6 +1876,9 @@ int uefd_demote(struct uefd *e)
 
 /*
  * SHARED: before a fork, make e's counter the one both processes will use.
+ * Only a fork's prepare calls it, and forks are one at a time from before
+ * their walk (FENCE in lock.c): a share is never begun and unfinished at
+ * another fork.
  * Its watchers become kernel registrations of the fd (a process cannot walk
  * another's instances), NOPOLL ends (the fd must be exact for every
  * process), and the protocol changes from MIRROR to SHARED while other

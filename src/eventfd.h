@@ -147,9 +147,10 @@ int uefd_share(struct uefd *e);
 /* Are e's watchers the kernel's (SHARED)?  Waits while uefd_share is
  * making them so. */
 bool uefd_kwatched(struct uefd *e);
-/* Has uefd_share begun (no wait)? */
-bool uefd_sharing(struct uefd *e);
-/* SHARED: at a normal exit, deliver what this process's timer holds. */
+/* Is e shared (uefd_share is over; no wait)? */
+bool uefd_shared(struct uefd *e);
+/* SHARED: at a normal exit, deliver what this process's timer holds (a
+ * run of it in progress is waited for). */
 void uefd_flush_exit(struct uefd *e);
 /* SHARED: an edge-triggered kernel registration of the fd is made. */
 void uefd_kedge(struct uefd *e);

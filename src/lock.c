@@ -39,6 +39,32 @@
  * releases it.  Without membarrier(2) (before Linux 4.14) the fast path
  * makes a full fence instead.  With more threads than slots the rest share
  * one slot whose inside is a count (an atomic add per outermost lock).
+ *
+ * FENCE (fork, before the gate).  The gate sees locks, not operations: a
+ * creation publishes its object between two locks, a demotion marks its
+ * object DEMOTING before its first lock and ends after its last.  A fork
+ * between two such steps gave the child a ueventfd published after the
+ * prepare's walk (a private copy, not shared: issue 32) or one stuck
+ * DEMOTING for want of the thread that was demoting it.  So such an
+ * operation is a span: lock_span_enter adds to `spans` then loads the
+ * fence (seq_cst both); lock_fork_fence (the prepare's first step) takes
+ * lock__fork, stores fence = 1, then loads `spans` (seq_cst both) and
+ * waits until it is down to the forking thread's own.  Dekker: either the
+ * span sees the fence closed (it takes its add back and sleeps on the
+ * fence until the parent or child handler opens it), or the prepare sees
+ * the span counted and waits for its lock_span_leave.  A span waits for
+ * nothing a fork holds (it began with no lock of ours, and the gate is
+ * not closed while the fence waits), so the prepare ends; after it, no
+ * span is in flight until the fork is over, and what the prepare does with
+ * the objects (obj.c: share every ueventfd) sees each one whole.  Taking
+ * lock__fork first also makes forks one at a time from their first step:
+ * two forks whose prepares overlapped (glibc runs prepare handlers without
+ * its own lock) had the second fork before the first had finished sharing
+ * a ueventfd.  A fork from a signal handler skips its own thread's span,
+ * as the gate skips its locks (the child resumes it); if another thread
+ * forks meanwhile, the two wait for each other: a fork from a handler that
+ * interrupted ueventfd() or uepoll_demote(), neither async-signal-safe.
+ * models/gate.pml checks the fence with the gate.
  */
 #include <errno.h>
 #include <limits.h>
@@ -65,6 +91,12 @@ static pthread_key_t lock__key;
 static bool lock__key_ok;
 /* Serialises forks (a raw mutex: not one of the locks the gate covers). */
 static pthread_mutex_t lock__fork = PTHREAD_MUTEX_INITIALIZER;
+/* FENCE: outermost spans in flight (futex word: the prepare waits on it);
+ * this thread's depth of spans; the fence: 0 open, 1 closed, 2 closed with
+ * spans waiting (futex word: the opener wakes them). */
+static _Atomic int lock__spans;
+static __thread unsigned lock__span_depth LOCK__TLS;
+static _Atomic int lock__fenced;
 
 void lock_init(pthread_mutex_t *m)
 {
@@ -176,11 +208,70 @@ void lock__enter_slow(void)
 	}
 }
 
+/* ---- FENCE ------------------------------------------------------------ */
+
+static void lock__span_out(void)
+{
+	/* seq_cst, then the fence (seq_cst): a prepare that closed it waits
+	 * on the count, which this changed. */
+	atomic_fetch_sub(&lock__spans, 1);
+	if (atomic_load(&lock__fenced))
+		sys_futex_wake_all(&lock__spans);
+}
+
+void lock_span_enter(void)
+{
+	int f;
+
+	if (lock__span_depth++)
+		return;
+	for (;;) {
+		/* seq_cst both: Dekker with lock_fork_fence (FENCE). */
+		atomic_fetch_add(&lock__spans, 1);
+		if (!atomic_load(&lock__fenced))
+			return;
+		/* A fork is being prepared: out, until it is over. */
+		lock__span_out();
+		while ((f = atomic_load(&lock__fenced)) != 0) {
+			if (f == 1 && !atomic_compare_exchange_strong(
+					      &lock__fenced, &f, 2))
+				continue;
+			sys_futex_wait(&lock__fenced, 2);
+		}
+	}
+}
+
+void lock_span_leave(void)
+{
+	if (--lock__span_depth == 0)
+		lock__span_out();
+}
+
+void lock_fork_fence(void)
+{
+	/* This thread's own span (a fork from a signal handler): its frame
+	 * goes on in the child. */
+	int mine = lock__span_depth ? 1 : 0, n;
+
+	pthread_mutex_lock(&lock__fork);
+	/* seq_cst both: Dekker with lock_span_enter (FENCE). */
+	atomic_store(&lock__fenced, 1);
+	while ((n = atomic_load(&lock__spans)) > mine)
+		sys_futex_wait(&lock__spans, n);
+}
+
+static void lock__unfence(void)
+{
+	if (atomic_exchange(&lock__fenced, 0) == 2)
+		sys_futex_wake_all(&lock__fenced);
+}
+
+/* ---- the gate, inside the fence ----------------------------------------- */
+
 void lock_fork_prepare(void)
 {
 	int n;
 
-	pthread_mutex_lock(&lock__fork);
 	atomic_store(&lock__gate, 1);
 	if (!lock__fence)
 		sys_membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
@@ -202,6 +293,7 @@ static void lock__open(void)
 {
 	atomic_store(&lock__gate, 0);
 	sys_futex_wake_all(&lock__gate);
+	lock__unfence();
 	pthread_mutex_unlock(&lock__fork);
 }
 
@@ -225,5 +317,8 @@ void lock_fork_child(void)
 	}
 	if (lock__shared)
 		atomic_store(&lock__me->inside, lock__depth ? 1 : 0);
+	/* The spans of the threads that did not come along (and the adds of
+	 * those that were stepping out at the fence). */
+	atomic_store(&lock__spans, lock__span_depth ? 1 : 0);
 	lock__open();
 }

@@ -33,13 +33,19 @@
  * again (possibly on another thread: the node's next was read first).
  * lock.c's LOCKED-WORK argument and models/owed.pml check this.
  *
- * Fork (the GATE in lock.c).  A child must find no lock held and nothing
- * half-changed under one.  The outermost lock_take of a thread (depth 0 ->
- * 1) publishes "inside" in the thread's slot and looks at the fork gate;
- * the fork's prepare handler closes the gate and waits until no other
- * thread is inside.  A thread that finds the gate closed steps out and
- * waits for it to open.  So a fork costs the waits of the threads that are
- * inside then (a lock's hold time), whatever the number of objects.
+ * Fork (the FENCE and the GATE in lock.c).  A child must find no lock held
+ * and nothing half-changed under one.  The outermost lock_take of a thread
+ * (depth 0 -> 1) publishes "inside" in the thread's slot and looks at the
+ * fork gate; the fork's prepare handler closes the gate and waits until no
+ * other thread is inside.  A thread that finds the gate closed steps out
+ * and waits for it to open.  So a fork costs the waits of the threads that
+ * are inside then (a lock's hold time), whatever the number of objects.
+ * Some operations take and drop several locks and must still be seen by a
+ * fork whole, not begun or over: a creation (which a fork must share), a
+ * demotion (which only its own thread can finish).  They are spans
+ * (lock_span_enter/leave); before its gate, the prepare closes the fence,
+ * waits until no span is in flight, and does what it has to do with every
+ * object (share them) while new spans wait at the fence.
  *
  * LOCK ORDER (the one statement of it; docs/design.md's LOCKING table says
  * what each lock protects).  A thread that holds a lock of a class may
@@ -187,7 +193,21 @@ static inline void lock_leaf_leave(void)
 		lock__drain();
 }
 
-/* fork handlers (obj.c calls them first in prepare, last after). */
+/*
+ * SPANS (FENCE in lock.c).  An operation that a fork must find not begun or
+ * over, never half-way, though it takes and drops locks and may wait
+ * between them: a creation (uobj_alloc to its publication), a demotion
+ * (obj.c).  Entered with no lock of ours held (a fork being prepared makes
+ * it wait there); spans nest.  Not async-signal-safe.
+ */
+void lock_span_enter(void);
+void lock_span_leave(void);
+
+/* fork handlers (obj.c calls them first in prepare, last after):
+ * lock_fork_fence first (one fork at a time; the spans in flight end, new
+ * ones wait), then the prepare's own work with the objects, then
+ * lock_fork_prepare (the gate); parent and child open both. */
+void lock_fork_fence(void);
 void lock_fork_prepare(void);
 void lock_fork_parent(void);
 void lock_fork_child(void);

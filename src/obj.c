@@ -11,21 +11,33 @@
  * FORK.  A child has only the thread that called fork(), and a copy of
  * memory as the other threads left it: a lock one of them held stays held
  * for ever in the child, a structure one of them was changing under a lock
- * is half-changed.  So the prepare handler closes the fork gate (lock.c,
- * GATE) and waits until no other thread holds, or is taking, any lock of
- * the library; then it takes the timer's lock (its thread takes it outside
- * the gate).  The parent and child handlers open the gate again.  What the
- * other threads were doing *without* a lock is repaired in the child (each
- * type's fork_child): an item a producer was linking into a wait-free
- * ready queue, waiters counted as sleeping, a FIFO line of threads that do
- * not exist, owed work queued on their lists, a timer run in progress.
- * Then every object's count is recomputed: the fd table's reference and
- * what fork_child reports, since every other reference was held by a call
- * of a thread that is gone.  Objects left with none (closed while a call
- * was in flight, or being released at that moment) are closed and
- * released in the child, which closes their private fds there.  The
- * parent pays the gate (the lock hold times of the threads inside then);
- * the child repairs every live object (docs/benchmarks.md, fork).
+ * is half-changed.  So the prepare handler, in this order:
+ *  - closes the fork fence (lock.c, FENCE): one fork at a time; the
+ *    creations and demotions in flight (spans: uobj_alloc to publication,
+ *    uobj_demote, obj_demote_inherited) end, new ones wait until the fork
+ *    is over.  So every ueventfd a number leads to is whole when the
+ *    prepare walks them, whatever the other threads do;
+ *  - shares every published ueventfd that is not shared yet (SHARED in
+ *    eventfd.c; obj__demote_all), so that parent and child use one
+ *    counter, as a kernel eventfd is one file in both;
+ *  - closes the fork gate (lock.c, GATE) and waits until no other thread
+ *    holds, or is taking, any lock of the library; then it takes the
+ *    timer's lock (its thread takes it outside the gate).
+ * The parent and child handlers open the gate and the fence again.  What
+ * the other threads were doing *without* a lock is repaired in the child
+ * (each type's fork_child): an item a producer was linking into a
+ * wait-free ready queue, waiters counted as sleeping, a FIFO line of
+ * threads that do not exist, owed work queued on their lists, a timer run
+ * in progress.  Then every object's count is recomputed: the fd table's
+ * reference and what fork_child reports, since every other reference was
+ * held by a call of a thread that is gone.  Objects left with none (closed
+ * while a call was in flight, or being released at that moment) are
+ * closed and released in the child, which closes their private fds there.
+ * Last, the child starts its timer thread if the parent had one (timer.c),
+ * so that its coalesced writes stay coalesced and no write has to start
+ * it.  The parent pays the fence and the gate (the spans and lock hold
+ * times of the threads in them then); the child repairs every live object
+ * (docs/benchmarks.md, fork).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,6 +80,9 @@ struct uobj *uobj_alloc(int type)
 	size_t size = uobj__ops[type]->size;
 	struct uobj *o;
 
+	/* The creation's span (FORK): it ends in uobj_publish (or, if the
+	 * creation fails before, in uobj_free). */
+	lock_span_enter();
 	lock_take(&p->lock);
 	o = p->free;
 	if (o)
@@ -78,8 +93,10 @@ struct uobj *uobj_alloc(int type)
 		o = aligned_alloc(UEPOLL_CACHELINE,
 				  (size + UEPOLL_CACHELINE - 1) &
 					  ~(size_t)(UEPOLL_CACHELINE - 1));
-		if (!o)
+		if (!o) {
+			lock_span_leave();
 			return NULL;
+		}
 		memset(o, 0, size);
 		o->type = type;
 	} else {
@@ -95,9 +112,21 @@ struct uobj *uobj_alloc(int type)
 	o->capmore = 0;
 	o->more = NULL;
 	o->on_live = false;
+	o->creating = true;
 	o->pool_next = NULL;
 	atomic_store_explicit(&o->refs, 1, memory_order_release);
 	return o;
+}
+
+/* o's creation failed before its publication (uobj_free): its span ends.
+ * Only its creator has it then; a published o has `creating` false
+ * (uobj_publish). */
+static void obj__unmade(struct uobj *o)
+{
+	if (o->creating) {
+		o->creating = false;
+		lock_span_leave();
+	}
 }
 
 /* obj__lock held. */
@@ -123,10 +152,14 @@ static bool obj__lose_number(struct uobj *o, int fd);
 int uobj_publish(struct uobj *o, int fd)
 {
 	struct uobj *old;
-	bool ok, last = false;
+	bool ok, last = false, made;
 
-	/* Live and published in one hold of the lock. */
+	/* Live and published in one hold of the lock.  `creating` is cleared
+	 * before the table publishes o: from then on another thread may close
+	 * and free it (uobj_free reads the flag). */
 	lock_take(&obj__lock);
+	made = o->creating;
+	o->creating = false;
 	obj__join(o);
 	o->fd = fd;
 	old = fdtab_set(fd, o, &ok);
@@ -138,8 +171,13 @@ int uobj_publish(struct uobj *o, int fd)
 	if (!ok) {
 		sys_close(fd);
 		uobj_ops(o)->release(o);
-		return -ENOMEM;
 	}
+	/* On the live list and published (or released): the creation's span
+	 * ends, and a fork shares it (FORK). */
+	if (made)
+		lock_span_leave();
+	if (!ok)
+		return -ENOMEM;
 	if (old) {
 		if (last)
 			uobj_close(old);
@@ -176,6 +214,7 @@ void uobj_free(struct uobj *o)
 {
 	struct obj__pool *p = &obj__pools[o->type];
 
+	obj__unmade(o); /* a creation that failed */
 	/* An object freed before it was ever published still has refs == 1. */
 	atomic_store_explicit(&o->refs, 0, memory_order_release);
 	/* Off the live list and into the pool as one step for fork (obj__lock
@@ -451,7 +490,7 @@ static int obj__demote_all(bool exec_only)
 				     ? uefd_demoting((struct uefd *)o) ||
 					       (!exec_only &&
 						!obj__fork_demote_efds &&
-						uefd_sharing((struct uefd *)o))
+						uefd_shared((struct uefd *)o))
 				     : !exec_only && !obj__fork_instances) ||
 			    (exec_only && !obj__inherited(o)))
 				continue;
@@ -489,19 +528,39 @@ static int obj__demote_all(bool exec_only)
 	return r;
 }
 
+/* A demotion is a span (FORK): a fork waits for it, so that the child
+ * never has an object DEMOTING for want of the thread that demotes it. */
 int obj_demote_inherited(void)
 {
-	return obj__demote_all(true);
+	int r;
+
+	lock_span_enter();
+	r = obj__demote_all(true);
+	lock_span_leave();
+	return r;
 }
 
-/* The gate (lock.c) keeps every other thread out of the library's locks;
- * the timer's lock, which its thread takes outside the gate, is taken
- * after. */
+int uobj_demote(struct uobj *o)
+{
+	int r;
+
+	lock_span_enter();
+	r = o->type == UOBJ_PORT ? port_demote((struct port *)o)
+				 : uefd_demote((struct uefd *)o);
+	lock_span_leave();
+	return r;
+}
+
+/* The fence (lock.c) first: one fork at a time, and no creation or
+ * demotion in flight while the ueventfds are shared; then the gate keeps
+ * every other thread out of the library's locks; the timer's lock, which
+ * its thread takes outside the gate, is taken after. */
 static void obj__prepare(void)
 {
 	struct list *l;
 	struct uobj *o;
 
+	lock_fork_fence();
 	(void)obj__demote_all(false); /* see uepoll_demote(3) for ENOMEM */
 	lock_take(&obj__lock);
 	obj__each(o, l)
@@ -570,31 +629,50 @@ static void obj__child(void)
 			uobj__ops[t]->release(o);
 		}
 	}
+	/* Repaired: the parent's timers are off the heap (each ueventfd's
+	 * fork_child delivered them), so a thread may run it again. */
+	timer_fork_child_start();
 }
 
 /* SHARED (eventfd.c): a process that exits normally delivers the
- * wakeups and held writes its timer holds for shared ueventfds (another
- * process may be waiting for them); its timer thread dies with it.  A
- * handful at most: a fixed room, the rest left to the other processes'
- * readers (which show an overdue held batch). */
+ * wakeups its timer holds for shared ueventfds, every one (another process
+ * may be waiting for them: issue 32 found a fixed room of 64 leaving the
+ * rest unreadable over a non-zero counter); its timer thread dies with it.
+ * In batches of a fixed room, without allocating: each batch is collected
+ * under obj__lock with a reference each, delivered outside it (a delivery
+ * takes instances' locks), and the next walk goes on from the batch's
+ * last object, whose reference keeps it on the live list (only uobj_free
+ * takes an object off, and only at no reference) until that walk has
+ * left it.  Objects made meanwhile join the tail and are delivered too. */
 __attribute__((destructor)) static void obj__exit(void)
 {
-	struct uobj *v[64], *o;
+	struct uobj *v[64], *o, *from = NULL;
 	struct list *l;
-	size_t n = 0;
+	size_t n;
 
-	lock_take(&obj__lock);
-	obj__each(o, l) {
-		if (n < sizeof(v) / sizeof(v[0]) && o->type == UOBJ_EVENTFD &&
-		    o->fd >= 0 && uefd_sharing((struct uefd *)o) &&
-		    uobj_tryget(o))
-			v[n++] = o;
-	}
-	lock_drop(&obj__lock);
-	for (size_t i = 0; i < n; i++) {
-		uefd_flush_exit((struct uefd *)v[i]);
-		uobj_put(v[i]);
-	}
+	do {
+		n = 0;
+		lock_take(&obj__lock);
+		for (l = from ? from->live.next : obj__live.next;
+		     l != &obj__live && n < sizeof(v) / sizeof(v[0]);
+		     l = l->next) {
+			o = container_of(l, struct uobj, live);
+			if (o->type == UOBJ_EVENTFD && o->fd >= 0 &&
+			    uefd_shared((struct uefd *)o) && uobj_tryget(o))
+				v[n++] = o;
+		}
+		lock_drop(&obj__lock);
+		if (from)
+			uobj_put(from);
+		from = NULL;
+		for (size_t i = 0; i < n; i++) {
+			uefd_flush_exit((struct uefd *)v[i]);
+			if (i + 1 < n || l == &obj__live)
+				uobj_put(v[i]);
+			else
+				from = v[i]; /* the next walk starts after it */
+		}
+	} while (from);
 }
 
 __attribute__((constructor)) static void obj__setup(void)

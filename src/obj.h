@@ -63,6 +63,9 @@ struct uobj {
 	/* On the live list (obj.c's lock). */
 	struct list live;
 	bool on_live;
+	/* From uobj_alloc to its publication (or its free, if it never is):
+	 * its creator's span (FORK in obj.c).  The creator's only. */
+	bool creating;
 	struct uobj *pool_next;
 };
 
@@ -120,7 +123,9 @@ static inline const struct uobj_ops *uobj_ops(const struct uobj *o)
 }
 
 /* Allocate zeroed memory of the type's size from its pool, refs == 1,
- * fd == kfd == -1. */
+ * fd == kfd == -1.  The creation is a span a fork waits for (FORK in
+ * obj.c), from here to uobj_publish (or uobj_free): called with no lock of
+ * ours held. */
 struct uobj *uobj_alloc(int type);
 /* Creation is over (every field and lock set up): from now on the fork
  * handlers take its locks.  Called just before it is published. */
@@ -169,6 +174,9 @@ void uobj_polled(int fd, uint32_t events);
 void uobj_unpublish(int fd, struct uobj *o);
 /* Demote every ueventfd an execve() would keep open (uepoll_demote_exec). */
 int obj_demote_inherited(void);
+/* uepoll_demote: demote o (the caller holds a reference), a span a fork
+ * waits for (FORK in obj.c). */
+int uobj_demote(struct uobj *o);
 /* The object left the fd table: its type's close. */
 void uobj_close(struct uobj *o);
 /* Return the memory to its pool (the end of a release, or of a failed

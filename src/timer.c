@@ -5,8 +5,9 @@
  * Why a thread (docs/design.md, "Coalesced ueventfd wakeups", has the
  * numbers): a deferred wakeup must be delivered even if its writer never writes
  * again and its sleeper never wakes on its own, so something other than the
- * two must run at the deadline.  One thread for the process, started on the
- * first arm, costs two context switches per delivered batch (woken by the
+ * two must run at the deadline.  One thread for the process, started when
+ * a ueventfd is first given a delay (never by an arm: SIGNALS), costs two
+ * context switches per delivered batch (woken by the
  * arm, then by its deadline) and nothing while no timer is armed: it then
  * sleeps on its condition variable without a timeout.
  *
@@ -24,7 +25,10 @@
  * allocates nothing and starts no thread (the heap's room is reserved and
  * the thread started by timer_reserve, when a ueventfd is given a delay),
  * takes the lock through lock_take (a handler whose thread holds it never
- * gets here: lock.h), and signals the condition with the lock held.
+ * gets here: lock.h), and signals the condition with the lock held.  With
+ * no thread it fails and the write wakes at once: no write starts one, in
+ * any process (a forked child's first coalesced write did, from a handler
+ * that had interrupted malloc: issue 32).
  *
  * PENDING.  t->pending lets a writer skip the lock while a deadline is
  * already set.  An arm exchanges 0 -> 1 (seq_cst) and only the winner
@@ -42,11 +46,18 @@
  * last reference the ueventfd's kernel fd, are gone when close returns: the
  * fd number is free then, as after close(2).
  *
- * fork: the child has no timer thread.  obj.c's fork handlers hold the
- * lock across fork, after the fork gate (the heap is consistent in the
- * child); the child resets the conditions and starts no thread (the child's ueventfds deliver what
- * they held at once, eventfd.c's fork_child; the child's next ueventfd()
- * or ueventfd_coalesce() starts a thread again: timer_ensure).
+ * fork: the parent's thread does not come along.  obj.c's fork handlers
+ * hold the lock across fork, after the fork gate (the heap is consistent
+ * in the child); the child resets the conditions (timer_fork_child), its
+ * ueventfds deliver what they held at once and take their timers off the
+ * heap (eventfd.c's fork_child), then, if the parent had a thread and some
+ * ueventfd still has room reserved, the child starts its own
+ * (timer_fork_child_start, the child handler's last step: glibc allows
+ * pthread_create there, and no write has to).  So a forked publisher's
+ * coalesced writes stay coalesced (proposal 004).  ThreadSanitizer's
+ * runtime cannot start a thread in the child of a threaded process: there
+ * the child has none until its next ueventfd() or ueventfd_coalesce()
+ * (timer_ensure), and its coalesced writes wake at once meanwhile.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -58,6 +69,17 @@
 #include "sys.h"
 #include "timer.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define TIMER__TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TIMER__TSAN 1
+#endif
+#endif
+#ifndef TIMER__TSAN
+#define TIMER__TSAN 0
+#endif
+
 static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -67,6 +89,9 @@ static struct {
 	int n, cap, nres;
 	bool started;  /* a thread exists in this process */
 	bool sleeping; /* it waits on cond (signal it for an earlier deadline) */
+	/* In a forked child, until its repairs are over: the parent had a
+	 * thread (timer_fork_child_start starts one). */
+	bool restart;
 	/* The timer whose fn is running (written under lock, seq_cst; see
 	 * timer_wait_idle), and the condition that signals its end. */
 	_Atomic(struct timer *) running;
@@ -241,6 +266,7 @@ void timer_fork_child(void)
 	timer__conds();
 	timer__g.was_running = atomic_load(&timer__g.running);
 	atomic_store(&timer__g.running, NULL);
+	timer__g.restart = timer__g.started && !TIMER__TSAN;
 	timer__g.started = false;
 	timer__g.sleeping = false;
 	pthread_mutex_unlock(&timer__g.lock);
@@ -310,6 +336,17 @@ void timer_unreserve(void)
 {
 	lock_take(&timer__g.lock);
 	timer__g.nres--;
+	lock_drop(&timer__g.lock);
+}
+
+void timer_fork_child_start(void)
+{
+	lock_take(&timer__g.lock);
+	/* (A failure leaves the child without one: its coalesced writes wake
+	 * at once, its next ueventfd() or ueventfd_coalesce() tries again.) */
+	if (timer__g.restart && !timer__g.started && timer__g.nres)
+		(void)timer__start();
+	timer__g.restart = false;
 	lock_drop(&timer__g.lock);
 }
 

@@ -4,8 +4,9 @@
  *
  * Used by coalesced ueventfd wakeups (eventfd.c): a write that would wake a
  * sleeper arms the ueventfd's timer instead, and the thread delivers the
- * wakeup at the deadline.  The thread is started on the first arm and sleeps
- * without a timeout while no timer is armed, so nothing runs when nothing is
+ * wakeup at the deadline.  The thread is started when a ueventfd is first
+ * given a delay (timer_reserve), never by an arm, and sleeps without a
+ * timeout while no timer is armed, so nothing runs when nothing is
  * pending.
  */
 #ifndef UEPOLL_TIMER_H
@@ -38,7 +39,8 @@ void timer_init(struct timer *t, struct uobj *owner, void (*fn)(struct timer *))
 int timer_reserve(void);
 void timer_unreserve(void);
 /* Start the thread if room is reserved and it is not running (a forked
- * child's first ueventfd() or ueventfd_coalesce() calls it). */
+ * child's first ueventfd() or ueventfd_coalesce() calls it).  Not
+ * async-signal-safe: never called by a read or write. */
 void timer_ensure(void);
 /*
  * Queue t to run in delay_ns unless it is pending already (then nothing
@@ -64,5 +66,9 @@ bool timer_was_running(struct timer *t);
 void timer_fork_prepare(void);
 void timer_fork_parent(void);
 void timer_fork_child(void);
+/* In a forked child, once every object is repaired (no timer of the
+ * parent's is queued): start a thread if the parent had one and some room
+ * is reserved (not under ThreadSanitizer). */
+void timer_fork_child_start(void);
 
 #endif

@@ -17,6 +17,7 @@ const char *const wrap_name[WRAP_N] = { "read", "write", "close",
 
 static _Atomic int wrap__all;
 static __thread int wrap__me;
+static __thread void (*wrap__hook)(long nr);
 static _Atomic int wrap__calls[WRAP_N];
 
 void wrap_arm(int all)
@@ -30,6 +31,11 @@ void wrap_disarm(void)
 {
 	atomic_store(&wrap__all, 0);
 	wrap__me = 0;
+}
+
+void wrap_hook_once(void (*fn)(long nr))
+{
+	wrap__hook = fn;
 }
 
 int wrap_take(int name)
@@ -152,6 +158,12 @@ __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 	va_list ap;
 
 	wrap__count(nr == SYS_futex ? WRAP_FUTEX : WRAP_SYSCALL);
+	if (wrap__hook) {
+		void (*h)(long) = wrap__hook;
+
+		wrap__hook = NULL; /* once, and not for the hook's own calls */
+		h(nr);
+	}
 	if (!f)
 		f = (long (*)(long, ...))wrap__next("syscall");
 	va_start(ap, nr);

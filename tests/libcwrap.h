@@ -32,5 +32,10 @@ void wrap_disarm(void);
 int wrap_take(int name);
 /* As wrap_take(-1), printing each non-zero count as "  NAME: N". */
 int wrap_take_show(void);
+/* A hook point inside the library: the calling thread's next syscall()
+ * (every system call of the library goes through it, futex included)
+ * first calls fn(nr), once.  Tests that race another thread against a
+ * chosen step of the library (tests/forkrace.h) use it. */
+void wrap_hook_once(void (*fn)(long nr));
 
 #endif

@@ -13,7 +13,8 @@
  *   - it left no fd behind (fd count unchanged);
  *   - the objects involved are still usable and unchanged (a probe per
  *     scenario: the registration was not half made, waits report what they
- *     reported before, the instance still delivers after the call succeeds).
+ *     reported before, the instance still delivers after the call succeeds);
+ *   - a fork still ends (a failed creation ended its span: FORK in obj.c).
  * Memory leaks on the error paths are caught by LeakSanitizer in the ASan
  * build (each scenario runs in a forked child, which LSan checks at exit).
  * Each scenario forks from a parent that never touched uepoll, so the
@@ -123,6 +124,36 @@ typedef void (*probe_fn)(struct ctx *c, bool ok);
  * succeeds; returns the number of failures injected.  max_fail < 0: any
  * number; else at most that many (0: the call must not allocate).
  */
+/* A fork by another thread still ends after a failure: a creation that
+ * failed has ended its span (FORK in obj.c), which another thread's fork
+ * would otherwise wait for for ever (the watchdog ends the test then; a
+ * fork by this thread would skip its own span). */
+static void *fork_thread(void *arg)
+{
+	pid_t p = fork();
+	int st;
+
+	if (p == 0)
+		_exit(0);
+	*(int *)arg = p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) &&
+		      WEXITSTATUS(st) == 0;
+	return NULL;
+}
+
+static void fork_ends(const char *name, long n)
+{
+	pthread_t th;
+	int ok = 0;
+
+	REQUIRE(pthread_create(&th, NULL, fork_thread, &ok) == 0);
+	REQUIRE(pthread_join(th, NULL) == 0);
+	if (!ok) {
+		fprintf(stderr, "%s: n=%ld: a fork after the failure failed\n",
+			name, n);
+		t_failures++;
+	}
+}
+
 static int fault_loop(const char *name, struct ctx *c, op_fn op, probe_fn probe,
 		      int min_fail, int max_fail)
 {
@@ -161,6 +192,7 @@ static int fault_loop(const char *name, struct ctx *c, op_fn op, probe_fn probe,
 				name, n, fds, t_count_fds());
 			t_failures++;
 		}
+		fork_ends(name, n);
 		if (probe)
 			probe(c, false);
 	}
