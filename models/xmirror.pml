@@ -77,6 +77,8 @@
  * non-semaphore read that empties a full counter does no pre-step, CASes
  * FULL -> 0, then drains K.  MUTANT_LOWER_FIRST is the draft's order.
  *
+ * (xbypass.pml has the mutants that need two bypasses at once: NO_POSTLOOK,
+ * NO_RELOOK.)
  * Not modelled: the signal handler path (a bypass, as for a stopped holder:
  * the handler's thread is the holder, stopped until the handler returns),
  * demotion, blocking writes (the writes here are EAGAIN when they would
@@ -94,10 +96,6 @@
  *                          zombie says alive, as before issue 32)
  *   MUTANT_WAIT_STOPPED    a locker waits for a stopped holder
  *   MUTANT_NO_FRESH        a holder does not read K again after a bypass
- *   MUTANT_NO_POSTLOOK     a bypassing write from 0 does not look at K
- *                          after its CAS
- *   MUTANT_NO_RELOOK       a bypassing read that drained K does not look
- *                          at the counter again
  *   MUTANT_FILL_ANYWAY     a holder fills K while a bypass raises it
  *   MUTANT_LOCKFREE_CROSS  the lock-free write also accepts c == 0
  *   MUTANT_WAKE_BEFORE_CAS the writer wakes the sleepers before its CAS
@@ -107,7 +105,11 @@
  *   MUTANT_LOWER_FIRST     the draft's order: a non-semaphore read leaving
  *                          FULL lowers K (read, write back 1) before its CAS
  */
+/* (xbypass.pml: more, so that the raises of three processes at once, a
+ * unit each, do not reach it, as they do not reach 0xfffffffffffffffe.) */
+#ifndef FULL
 #define FULL 3
+#endif
 #define CLS(x)	((x) == 0 -> 0 : ((x) >= FULL -> 2 : 1))
 
 byte count;
@@ -167,14 +169,15 @@ inline lower() {
 /* BYPASS: kf is read again (fdinfo) if a bypass came since the last
  * look. */
 inline xfresh() {
-#ifdef MUTANT_NO_FRESH
-	skip
-#else
 	if
-	:: atomic { recheck -> recheck = 0 }; kf = K
+	:: atomic { recheck -> recheck = 0 };
+#ifdef MUTANT_NO_FRESH
+		skip
+#else
+		kf = K
+#endif
 	:: atomic { !recheck -> skip }
 	fi
-#endif
 }
 
 inline lsync() {
@@ -229,8 +232,8 @@ inline repair() {
  * bypass), ROBUST: a lock the kernel released at its holder's death is
  * taken with odied, and repaired. */
 
-inline lock(may) {
-	byp = 0;
+inline lock(may, b) {
+	b = 0;
 	do
 	:: atomic { xlock == 0 -> xlock = me; died = odied; odied = 0 } ->
 		if
@@ -242,7 +245,7 @@ inline lock(may) {
 		if
 #ifndef MUTANT_WAIT_STOPPED
 		:: may && t == stopped ->		/* /proc: 'T' */
-			byp = 1; bypassed = 1; break
+			b = 1; bypassed = 1; break
 #endif
 		:: else ->				/* FUTEX_WAIT */
 #ifdef MUTANT_WAIT_STOPPED
@@ -257,15 +260,15 @@ inline lock(may) {
 /* Unlock; a bypass meanwhile: settle again (uefd__xunlock). */
 inline unlock() {
 	xlock = 0;
-	if
+	do
 	:: recheck ->
-		lock(1);
+		lock(1, byp2);
 		if
-		:: !byp -> lsync(); xlock = 0
-		:: else -> skip
+		:: !byp2 -> lsync(); xlock = 0
+		:: else -> break
 		fi
-	:: else -> skip
-	fi
+	:: else -> break
+	od
 }
 
 /* BYPASS: K readable if it is not (a holder about to fill it makes it
@@ -305,7 +308,7 @@ inline bywr() {
 	:: atomic { count == c -> count = c + v; pstart = pstart + v; r = 1 }
 	:: atomic { count != c -> skip }
 	fi;
-#ifndef MUTANT_NO_POSTLOOK
+#ifndef NO_POSTLOOK
 	if
 	:: r && c == 0 -> byraise()
 	:: else -> skip
@@ -338,7 +341,7 @@ inline wr(fill) {
 			:: atomic { count != c -> skip }
 			fi
 		:: else ->
-			lock(1);
+			lock(1, byp);
 			if
 			:: byp ->
 				bywr()
@@ -436,7 +439,7 @@ inline byrd() {
 		/* Dekker with a holder's CAS then xfresh: it sees this, or
 		 * this look sees its CAS. */
 		recheck = 1;
-#ifndef MUTANT_NO_RELOOK
+#ifndef NO_RELOOK
 		if
 		:: count > 0 -> byraise()
 		:: else -> skip
@@ -460,7 +463,7 @@ inline rd(nb) {
 			 * (uefd__xsync). */
 			if
 			:: nb && (xlock != 0 || odied) ->
-				lock(1);
+				lock(1, byp);
 				if
 				:: byp -> recheck = 1
 				:: else -> lsync(); unlock()
@@ -474,7 +477,7 @@ inline rd(nb) {
 			:: atomic { count != c -> skip }
 			fi
 		:: else ->
-			lock(1);
+			lock(1, byp);
 			if
 			:: byp -> byrd()
 			:: else -> skip
@@ -527,17 +530,19 @@ proctype writer() provided (stopped != 1)
 {
 	byte me = 1;
 	byte c, v, t, kv;
-	bit r, from0, byp, died;
+	bit r, from0, byp, byp2, died;
 
 	{
 		if
 		:: wr(0)
 		:: wr(1)
 		fi;
+#ifndef THREE
 		if
 		:: wr(0)
 		:: wr(1)
 		fi;
+#endif
 		fin[me] = 1
 	} unless { dead == me }
 }
@@ -546,7 +551,7 @@ proctype reader() provided (stopped != 2)
 {
 	byte me = 2;
 	byte c, t, tk, kv, seq;
-	bit r, byp, died;
+	bit r, byp, byp2, died;
 
 	{
 		rd(1);
@@ -562,7 +567,7 @@ proctype reader() provided (stopped != 2)
 			if
 			:: xlock != 0 || odied || recheck ||
 			   CLS(count) != CLS(kf) ->
-				lock(1);
+				lock(1, byp);
 				if
 				:: byp -> recheck = 1
 				:: else -> lsync(); unlock()
@@ -586,7 +591,7 @@ proctype reader() provided (stopped != 2)
 				 * (1 s) matters only once the waker died or
 				 * stopped between its CAS and its wake
 				 * (once). */
-end_sleep:			atomic { rwake != seq || ((dead == 1 || stopped == 1) && !tmo) ->
+end_sleep:			atomic { rwake != seq || (((dead != 0 && dead != 2) || (stopped != 0 && stopped != 2)) && !tmo) ->
 					if
 					:: rwake == seq -> tmo = 1
 					:: else -> skip
@@ -616,6 +621,28 @@ inline kill(p) {
 	}
 }
 
+#ifdef THREE
+/* xbypass.pml: a third process makes one write and is stopped at any step
+ * (maybe continued): the writer and the reader may both bypass it. */
+proctype holder() provided (stopped != 4)
+{
+	byte me = 4;
+	byte c, v, t, kv;
+	bit r, from0, byp, byp2, died;
+
+	wr(0);
+	fin[0] = 1
+}
+
+proctype killer()
+{
+	stopped = 4;
+	if
+	:: stopped = 0
+	:: skip
+	fi
+}
+#else
 proctype killer()
 {
 	if
@@ -626,6 +653,7 @@ proctype killer()
 	:: skip
 	fi
 }
+#endif
 
 /* Blocked unless the invariant fails. */
 proctype invariant()
@@ -640,15 +668,18 @@ proctype final()
 {
 	byte me = 3;
 	byte c, kv, t;
-	bit byp, died;
+	bit byp, byp2, died;
 
 	timeout ->
 	assert(fin[1] || dead == 1 || stopped == 1);
 	assert(fin[2] || dead == 2 || stopped == 2 || sleeping);
+#ifdef THREE
+	assert(fin[0] || stopped == 4);
+#endif
 	if
 	:: dead != 0 ->
 		assert(xlock == 0);	/* released: ROBUST */
-		lock(0); lsync(); unlock()
+		lock(0, byp); lsync(); unlock()
 	:: else -> skip
 	fi;
 	assert(count == 0 || K > 0);
@@ -671,10 +702,15 @@ init
 	atomic {
 		if
 		:: sem = 0
+#ifndef THREE
 		:: sem = 1
+#endif
 		fi;
 		run writer();
 		run reader();
+#ifdef THREE
+		run holder();
+#endif
 		run killer();
 		run invariant();
 		run final()
