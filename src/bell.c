@@ -73,10 +73,12 @@
  * dblock.  Model: models/doze.pml; a holder arriving during a doze:
  * models/arrive.pml.
  *
- * WATCHED (an instance held by another instance: nesting).  The kernel
- * wakes an epoll's pollers on every event of a source it holds, and its
- * poll of an epoll reports only registrations whose source is ready.  So a
- * watched instance's doorbell is level-triggered (it stays readable, without
+ * WATCHED (an instance held by another instance: nesting; or by a kernel
+ * epoll edge-triggered through uepoll_ctl, which counts as a holder that
+ * never lets go until the instance's release: bell_held_outside).  The
+ * kernel wakes an epoll's pollers on every event of a source it holds, and
+ * its poll of an epoll reports only registrations whose source is ready.
+ * So a watched instance's doorbell is level-triggered (it stays readable, without
  * a new wake, while something is ready), every change that may have made it
  * not ready prunes the queue and clears the doorbell if nothing is left
  * (bell_mirror), and while any instance of the process holds another one
@@ -119,10 +121,13 @@
  * kernel polls a nested epoll's ready items) reports the instance if the
  * doorbell is rung, or the ring's write comes after the registration exists
  * and wakes it.  A kernel epoll that holds the instance edge-triggered
- * through uepoll_ctl counts once, for good (bell_held_edge_outside); so
- * does every instance alive at a fork, whose kernel epoll the other process
- * may then register anywhere without our seeing it.  Model:
- * models/watched.pml.  A prune holds the queue's items in a
+ * through uepoll_ctl counts once, as a watcher and in bell__nedge
+ * (bell_held_outside, before the kernel call, as a holder's count), until
+ * the instance's release; an instance alive at a fork, whose kernel epoll
+ * the other process may then register anywhere without our seeing it,
+ * counts in bell__nedge for good (bell_held_edge_outside).  Models:
+ * models/watched.pml, and models/arrive.pml for a holder (an instance, or a
+ * kernel epoll through uepoll_ctl) that arrives during a doze or a nap.  A prune holds the queue's items in a
  * private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
@@ -296,6 +301,7 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
 	atomic_init(&b->xedge, false);
+	atomic_init(&b->xheld, false);
 	atomic_init(&b->lt, false);
 	atomic_init(&b->nopoll, nopoll);
 	return 0;
@@ -448,10 +454,16 @@ void bell_unnap(struct bell *b)
  * epoll, or polls the doorbell). */
 void bell__dozer_event(struct bell *b, uint32_t ev, bool queued)
 {
-	if (ev & EPOLLURGENT)
-		bell__ring_idle(b);
-	else if (queued && atomic_load(&b->want) > 0 &&
-		 atomic_fetch_sub(&b->want, 1) == 1)
+	bool end = (ev & EPOLLURGENT) ||
+		   (queued && atomic_load(&b->want) > 0 &&
+		    atomic_fetch_sub(&b->want, 1) == 1);
+
+	/* A watched instance's signal rings its level-triggered doorbell
+	 * next (bell_kick_edge), which wakes the dozer too; a second write
+	 * could land after the dozer took the event and the doorbell, and
+	 * leave the instance ready with nothing in it for its holders.
+	 * (Relaxed: bell_kick_edge's later load of `watched` sees it too.) */
+	if (end && !atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell__ring_idle(b);
 }
 
@@ -607,4 +619,23 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		}
 	}
 	lock_drop(&b->wlock);
+}
+
+void bell_held_outside(struct bell *b, int epfd, uint64_t data,
+		       struct readyq *q)
+{
+	/* Once: the registration lives as long as the instance's kernel
+	 * epoll, or until a DEL or a close of the kernel epoll we may not
+	 * see. */
+	if (!atomic_load_explicit(&b->xheld, memory_order_relaxed) &&
+	    !atomic_exchange(&b->xheld, true))
+		bell_watch(b, epfd, data, q, 1, true);
+}
+
+void bell_unhold(struct bell *b)
+{
+	/* Idempotent (a forked child may finish a release: FORK in obj.c).
+	 * No mode switch: the kernel epoll is being closed. */
+	if (atomic_exchange(&b->xheld, false))
+		bell_watch(b, -1, 0, NULL, -1, true);
 }

@@ -21,8 +21,10 @@
  *       bell_settle, bell_rung, bell_lt, bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
- *   held from outside (port.c) bell_held_edge_outside, bell_polled_outside
- *   the instance's life        bell_init, bell_close, bell_fork_child
+ *   held from outside (port.c) bell_held_outside, bell_held_edge_outside,
+ *                              bell_polled_outside
+ *   the instance's life        bell_init, bell_close, bell_unhold,
+ *                              bell_fork_child
  *
  * An instance made with UEPOLL_NOPOLL (NOPOLL in bell.c) rings only for a
  * sleeper or a watcher, and never clears a stale doorbell unless watched:
@@ -71,9 +73,14 @@ struct bell {
 	/* How many of our instances hold this one (WATCHED).  Relaxed: read
 	 * on every signal (seq_cst where NOPOLL decides not to ring). */
 	_Atomic int watched;
-	/* A kernel epoll holds it edge-triggered, or may (counted once in
-	 * bell__nedge, for good: bell_held_edge_outside). */
+	/* A kernel epoll may hold it edge-triggered without our seeing it (a
+	 * fork shared its kernel epoll): counted once in bell__nedge, for
+	 * good (bell_held_edge_outside). */
 	_Atomic bool xedge;
+	/* A kernel epoll holds it edge-triggered through uepoll_ctl: counted
+	 * once in `watched` and bell__nedge, until the instance's release
+	 * (bell_held_outside, bell_unhold). */
+	_Atomic bool xheld;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
 	_Atomic bool lt;
@@ -349,8 +356,17 @@ static inline void bell_watch_edge(int delta)
 	atomic_fetch_add(&bell__nedge, delta);
 }
 /* A kernel epoll holds the instance edge-triggered (a uepoll_ctl into a
- * kernel epoll, before the kernel call: port__polled), or may from now on
- * without our seeing it (its kernel epoll is about to be shared by a fork):
+ * kernel epoll, before the kernel call: port__polled): the instance is
+ * watched, edge-triggered, from now on, as if a uepoll instance held it
+ * so and never let go (its fd exact, a ring per event: WATCHED), until
+ * bell_unhold.  epfd, data, q: as bell_watch's. */
+void bell_held_outside(struct bell *b, int epfd, uint64_t data,
+		       struct readyq *q);
+/* The instance is being released (its kernel epoll closed, and with it
+ * every kernel registration of it): the hold of bell_held_outside ends. */
+void bell_unhold(struct bell *b);
+/* A kernel epoll may hold the instance edge-triggered from now on without
+ * our seeing it (its kernel epoll is about to be shared by a fork):
  * watched instances ring on every event, from now on (WATCHED). */
 static inline void bell_held_edge_outside(struct bell *b)
 {

@@ -662,6 +662,8 @@ static void port__release(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
+	/* A kernel epoll's hold ends with our kernel epoll's file (WATCHED). */
+	bell_unhold(&p->bell);
 	lock_take(&p->mtx);
 	while (!list_empty(&p->items)) {
 		struct item *it = container_of(p->items.next, struct item,
@@ -745,11 +747,14 @@ static void port__polled(struct uobj *o, uint32_t events)
 {
 	struct port *p = (struct port *)o;
 
-	/* A kernel epoll holding it edge-triggered: while watched, it rings
-	 * on every event for it too (WATCHED in bell.c), from before the
-	 * kernel's ADD or MOD. */
+	/* A kernel epoll holding it edge-triggered: watched by it, as by a
+	 * uepoll instance that holds it so (a ring per event, its fd exact:
+	 * WATCHED in bell.c), from before the kernel's ADD or MOD.  Held
+	 * level-triggered, or polled, it needs only the doorbell's level,
+	 * which DOORBELL keeps (a stale ring at most: uepoll(7)). */
 	if (events & EPOLLET)
-		bell_held_edge_outside(&p->bell);
+		bell_held_outside(&p->bell, p->obj.kfd,
+				  (uint64_t)(uintptr_t)p, &p->rq);
 	bell_polled_outside(&p->bell, &p->rq);
 }
 

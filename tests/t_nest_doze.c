@@ -112,7 +112,7 @@ int main(void)
 {
 	t_begin("t_nest_doze");
 	t_watchdog(240);
-	for (int holder = 0; holder < 1; holder++) {
+	for (int holder = 0; holder < 2; holder++) {
 		struct t_log kl = { 0 }, ul = { 0 };
 
 		script(&kern, &kl, holder);

@@ -150,7 +150,7 @@ int main(void)
 	REQUIRE(pipe(gate) == 0);
 	sigemptyset(&sa.sa_mask);
 	REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0);
-	for (int holder = 0; holder < 1; holder++) {
+	for (int holder = 0; holder < 2; holder++) {
 		struct t_log kl = { 0 }, ul = { 0 };
 
 		script(&kern, &kl, holder);
