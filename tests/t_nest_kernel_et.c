@@ -16,8 +16,16 @@
  *
  * The same script runs on the kernel's epoll and eventfd and on uepoll's
  * (default and NOPOLL instances and ueventfds); the logs must be equal.
+ *
+ * And its cost (counted through tests/libcwrap.c): while a kernel epoll
+ * holds an instance EPOLLET, every watched instance of the process rings
+ * per event (the kernel wakes an epoll's pollers through every level: an
+ * edge-triggered holder anywhere, bell__nedge), K writes into an instance
+ * held level-triggered cost K doorbell writes; once the held instance is
+ * closed (its kernel registrations go with its file), 1 again.
  */
 #include "testlib.h"
+#include "libcwrap.h"
 #include "twosys.h"
 
 #include <poll.h>
@@ -178,6 +186,77 @@ static void script(const struct sys *s, struct t_log *l)
 	s->cl(in);
 }
 
+#define K 4
+
+/* The system calls of K writes, one to each source. */
+static int counted_writes(const int *e)
+{
+	uint64_t v = 1;
+	int bad = 0;
+
+	wrap_take(-1);
+	wrap_arm(0);
+	for (int i = 0; i < K; i++)
+		bad += uepoll_write(e[i], &v, 8) != 8;
+	wrap_disarm();
+	CHECK_EQ(bad, 0);
+	return getenv("T_SHOW") ? wrap_take_show() : wrap_take(-1);
+}
+
+/* Take everything: the holder's event, the inner's K, the counters; the
+ * waits that find nothing take the doorbells. */
+static void drain(int holder, int in, const int *e)
+{
+	struct epoll_event ev[K + 1];
+	uint64_t v;
+
+	CHECK_EQ(uepoll_wait(holder, ev, K + 1, 0), 1);
+	CHECK_EQ(uepoll_wait(in, ev, K + 1, 0), K);
+	for (int i = 0; i < K; i++)
+		CHECK_EQ(uepoll_read(e[i], &v, 8), 8);
+	CHECK_EQ(uepoll_wait(in, ev, K + 1, 0), 0);
+	CHECK_EQ(uepoll_wait(holder, ev, K + 1, 0), 0);
+}
+
+static void costs(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 100 };
+	int mid = uepoll_create1(0), in = uepoll_create1(0), e[K], x, kep;
+
+	REQUIRE(mid >= 0 && in >= 0);
+	for (int i = 0; i < K; i++) {
+		e[i] = ueventfd(0, EFD_NONBLOCK | UEVENTFD_NOPOLL);
+		REQUIRE(e[i] >= 0);
+		ev.data.u64 = (uint64_t)i;
+		CHECK_EQ(uepoll_ctl(in, EPOLL_CTL_ADD, e[i], &ev), 0);
+	}
+	ev.data.u64 = 100;
+	CHECK_EQ(uepoll_ctl(mid, EPOLL_CTL_ADD, in, &ev), 0);
+	/* The first writes of UEVENTFD_NOPOLL ueventfds raise their mirrors
+	 * (never drained after): not counted. */
+	(void)counted_writes(e);
+	drain(mid, in, e);
+	CHECK_EQ(counted_writes(e), 1);
+	drain(mid, in, e);
+	/* Another instance, held EPOLLET by a kernel epoll. */
+	x = uepoll_create1(0);
+	kep = epoll_create1(0);
+	REQUIRE(x >= 0 && kep >= 0);
+	ev.events = EPOLLIN | EPOLLET;
+	CHECK_EQ(uepoll_ctl(kep, EPOLL_CTL_ADD, x, &ev), 0);
+	CHECK_EQ(counted_writes(e), K);
+	drain(mid, in, e);
+	/* Released: the hold is over. */
+	CHECK_EQ(uepoll_close(x), 0);
+	CHECK_EQ(counted_writes(e), 1);
+	drain(mid, in, e);
+	close(kep);
+	for (int i = 0; i < K; i++)
+		uepoll_close(e[i]);
+	uepoll_close(in);
+	uepoll_close(mid);
+}
+
 int main(void)
 {
 	struct t_log kl = { 0 }, ul = { 0 }, nl = { 0 };
@@ -190,5 +269,6 @@ int main(void)
 	t_log_same(&kl, &ul, "kernel epoll holding an instance EPOLLET");
 	t_log_same(&kl, &nl,
 		   "kernel epoll holding a NOPOLL instance EPOLLET");
+	costs();
 	return t_end();
 }
