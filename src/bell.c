@@ -75,7 +75,7 @@
  *
  * WATCHED (an instance held by another instance: nesting; or by a kernel
  * epoll edge-triggered through uepoll_ctl, which counts as a holder that
- * never lets go until the instance's release: bell_held_outside).  The
+ * never lets go until the instance's release: bell_hold_begin).  The
  * kernel wakes an epoll's pollers on every event of a source it holds, and
  * its poll of an epoll reports only registrations whose source is ready.
  * So a watched instance's doorbell is level-triggered (it stays readable, without
@@ -121,14 +121,18 @@
  * kernel polls a nested epoll's ready items) reports the instance if the
  * doorbell is rung, or the ring's write comes after the registration exists
  * and wakes it.  A kernel epoll that holds the instance edge-triggered
- * through uepoll_ctl counts once, as a watcher and in bell__nedge
- * (bell_held_outside, before the kernel call, as a holder's count), until
- * the instance's release; an instance alive at a fork, whose kernel epoll
- * the other process may then register anywhere without our seeing it,
- * counts in bell__nedge for good (bell_held_edge_outside).  Models:
- * models/watched.pml, and models/arrive.pml for a holder (an instance, or a
- * kernel epoll through uepoll_ctl) that arrives during a doze or a nap.  A prune holds the queue's items in a
- * private queue for a moment, so a concurrent bell_clear may see the queue
+ * through uepoll_ctl counts once, as a watcher and in bell__nedge, from
+ * before the kernel call (as a holder's count; bell_hold_begin), until the
+ * instance's release if the call made the registration, else until the
+ * call has failed (bell_hold_end: a refused ctl leaves no holder, and a
+ * watched instance's ways differ from an unwatched one's, its events'
+ * order after a source's read and write among them); an instance alive at
+ * a fork, whose kernel epoll the other process may then register anywhere
+ * without our seeing it, counts in bell__nedge for good
+ * (bell_held_edge_outside).  Models: models/watched.pml, and
+ * models/arrive.pml for a holder (an instance, or a kernel epoll through
+ * uepoll_ctl) that arrives during a doze or a nap.  A prune holds the
+ * queue's items in a private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
  * items back).
@@ -301,7 +305,8 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
 	atomic_init(&b->xedge, false);
-	atomic_init(&b->xheld, false);
+	b->xheld = false;
+	b->xholds = 0;
 	atomic_init(&b->lt, false);
 	atomic_init(&b->nopoll, nopoll);
 	return 0;
@@ -582,13 +587,13 @@ bool bell_any_watched(void)
 	return atomic_load_explicit(&bell__nwatched, memory_order_relaxed) > 0;
 }
 
-void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
-		int delta, bool edge)
+/* bell_watch, wlock held. */
+static void bell__watch(struct bell *b, int epfd, uint64_t data,
+			struct readyq *q, int delta, bool edge)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
 	int w;
 
-	lock_take(&b->wlock);
 	/* An edge-triggered holder is counted in bell__nedge before
 	 * `watched` and uncounted after it: a signal that sees it watched
 	 * rings for it (WATCHED). */
@@ -618,24 +623,51 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 				bell_kick(b);
 		}
 	}
+}
+
+void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		int delta, bool edge)
+{
+	lock_take(&b->wlock);
+	bell__watch(b, epfd, data, q, delta, edge);
 	lock_drop(&b->wlock);
 }
 
-void bell_held_outside(struct bell *b, int epfd, uint64_t data,
-		       struct readyq *q)
+void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
+		     struct readyq *q)
 {
-	/* Once: the registration lives as long as the instance's kernel
-	 * epoll, or until a DEL or a close of the kernel epoll we may not
-	 * see. */
-	if (!atomic_load_explicit(&b->xheld, memory_order_relaxed) &&
-	    !atomic_exchange(&b->xheld, true))
-		bell_watch(b, epfd, data, q, 1, true);
+	/* Counted before the kernel's call, as a holder's registration is
+	 * (WATCHED): once, whatever the number of such holds. */
+	lock_take(&b->wlock);
+	if (b->xholds++ == 0 && !b->xheld)
+		bell__watch(b, epfd, data, q, 1, true);
+	lock_drop(&b->wlock);
+}
+
+void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		   bool made)
+{
+	/* Made: for good, as its DEL or the close of the kernel epoll may
+	 * not be seen, until the release.  Refused (the epoll fd is not an
+	 * epoll, the instance is there already...): no holder after all,
+	 * unless another call made one. */
+	lock_take(&b->wlock);
+	if (made)
+		b->xheld = true;
+	if (--b->xholds == 0 && !b->xheld)
+		bell__watch(b, epfd, data, q, -1, true);
+	lock_drop(&b->wlock);
 }
 
 void bell_unhold(struct bell *b)
 {
-	/* Idempotent (a forked child may finish a release: FORK in obj.c).
-	 * No mode switch: the kernel epoll is being closed. */
-	if (atomic_exchange(&b->xheld, false))
-		bell_watch(b, -1, 0, NULL, -1, true);
+	/* Idempotent (a forked child may finish a release: FORK in obj.c);
+	 * no ctl is in flight (each holds a reference).  No mode switch: the
+	 * kernel epoll is being closed. */
+	lock_take(&b->wlock);
+	if (b->xheld) {
+		b->xheld = false;
+		bell__watch(b, -1, 0, NULL, -1, true);
+	}
+	lock_drop(&b->wlock);
 }

@@ -21,7 +21,7 @@
  *       bell_settle, bell_rung, bell_lt, bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
- *   held from outside (port.c) bell_held_outside, bell_held_edge_outside,
+ *   held from outside (port.c) bell_hold_begin/end, bell_held_edge_outside,
  *                              bell_polled_outside
  *   the instance's life        bell_init, bell_close, bell_unhold,
  *                              bell_fork_child
@@ -77,10 +77,12 @@ struct bell {
 	 * fork shared its kernel epoll): counted once in bell__nedge, for
 	 * good (bell_held_edge_outside). */
 	_Atomic bool xedge;
-	/* A kernel epoll holds it edge-triggered through uepoll_ctl: counted
-	 * once in `watched` and bell__nedge, until the instance's release
-	 * (bell_held_outside, bell_unhold). */
-	_Atomic bool xheld;
+	/* A kernel epoll holds it edge-triggered through uepoll_ctl (xheld),
+	 * and such ctls in flight (xholds): while either, counted once in
+	 * `watched` and bell__nedge; xheld until the instance's release
+	 * (bell_hold_begin/end, bell_unhold).  Under wlock. */
+	bool xheld;
+	int xholds;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
 	_Atomic bool lt;
@@ -355,15 +357,19 @@ static inline void bell_watch_edge(int delta)
 {
 	atomic_fetch_add(&bell__nedge, delta);
 }
-/* A kernel epoll holds the instance edge-triggered (a uepoll_ctl into a
- * kernel epoll, before the kernel call: port__polled): the instance is
- * watched, edge-triggered, from now on, as if a uepoll instance held it
- * so and never let go (its fd exact, a ring per event: WATCHED), until
- * bell_unhold.  epfd, data, q: as bell_watch's. */
-void bell_held_outside(struct bell *b, int epfd, uint64_t data,
-		       struct readyq *q);
+/* A kernel epoll is to hold the instance edge-triggered (a uepoll_ctl into
+ * a kernel epoll, before the kernel call: port__polled): the instance is
+ * watched, edge-triggered, from now on, as if a uepoll instance held it so
+ * (its fd exact, a ring per event: WATCHED); bell_hold_end, after the
+ * call, keeps it so until bell_unhold if the call made the registration
+ * (made), else ends it (unless another such hold stands).  epfd, data, q:
+ * as bell_watch's. */
+void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
+		     struct readyq *q);
+void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		   bool made);
 /* The instance is being released (its kernel epoll closed, and with it
- * every kernel registration of it): the hold of bell_held_outside ends. */
+ * every kernel registration of it): a kernel epoll's hold ends. */
 void bell_unhold(struct bell *b);
 /* A kernel epoll may hold the instance edge-triggered from now on without
  * our seeing it (its kernel epoll is about to be shared by a fork):
