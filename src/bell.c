@@ -587,9 +587,12 @@ bool bell_any_watched(void)
 	return atomic_load_explicit(&bell__nwatched, memory_order_relaxed) > 0;
 }
 
-/* bell_watch, wlock held. */
+/* bell_watch, wlock held; prune: a new watch drops the queue's items that
+ * are not ready (as the kernel's ADD polls the epoll it registers: a
+ * holder's is made), else only looks (a kernel epoll's hold, whose call
+ * may yet be refused: bell_hold_end prunes once it is made). */
 static void bell__watch(struct bell *b, int epfd, uint64_t data,
-			struct readyq *q, int delta, bool edge)
+			struct readyq *q, int delta, bool edge, bool prune)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
 	int w;
@@ -619,7 +622,7 @@ static void bell__watch(struct bell *b, int epfd, uint64_t data,
 			 * event was taken: start level-triggered from zero,
 			 * rung again only if something is ready. */
 			bell__take(b, true);
-			if (rq_prune(q))
+			if (prune ? rq_prune(q) : !rq_empty(q))
 				bell_kick(b);
 		}
 	}
@@ -629,7 +632,7 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		int delta, bool edge)
 {
 	lock_take(&b->wlock);
-	bell__watch(b, epfd, data, q, delta, edge);
+	bell__watch(b, epfd, data, q, delta, edge, true);
 	lock_drop(&b->wlock);
 }
 
@@ -640,7 +643,7 @@ void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
 	 * (WATCHED): once, whatever the number of such holds. */
 	lock_take(&b->wlock);
 	if (b->xholds++ == 0 && !b->xheld)
-		bell__watch(b, epfd, data, q, 1, true);
+		bell__watch(b, epfd, data, q, 1, true, false);
 	lock_drop(&b->wlock);
 }
 
@@ -648,14 +651,20 @@ void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		   bool made)
 {
 	/* Made: for good, as its DEL or the close of the kernel epoll may
-	 * not be seen, until the release.  Refused (the epoll fd is not an
-	 * epoll, the instance is there already...): no holder after all,
-	 * unless another call made one. */
+	 * not be seen, until the release; and the kernel's poll of the
+	 * instance dropped what is not ready from its list: so do we
+	 * (bell_mirror: prune, or take the doorbell), which also ends a
+	 * ring bell_hold_begin made for items that were not.  Refused (the
+	 * epoll fd is not an epoll, the instance is there already...): no
+	 * holder after all, unless another call made one, and no prune (the
+	 * kernel did not poll; a prune would reorder the queue). */
 	lock_take(&b->wlock);
 	if (made)
 		b->xheld = true;
 	if (--b->xholds == 0 && !b->xheld)
-		bell__watch(b, epfd, data, q, -1, true);
+		bell__watch(b, epfd, data, q, -1, true, false);
+	else if (made)
+		bell_mirror(b, q);
 	lock_drop(&b->wlock);
 }
 
@@ -667,7 +676,7 @@ void bell_unhold(struct bell *b)
 	lock_take(&b->wlock);
 	if (b->xheld) {
 		b->xheld = false;
-		bell__watch(b, -1, 0, NULL, -1, true);
+		bell__watch(b, -1, 0, NULL, -1, true, false);
 	}
 	lock_drop(&b->wlock);
 }
