@@ -126,7 +126,9 @@
  * instance's release if the call made the registration, else until the
  * call has failed (bell_hold_end: a refused ctl leaves no holder, and a
  * watched instance's ways differ from an unwatched one's, its events'
- * order after a source's read and write among them); an instance alive at
+ * order after a source's read and write among them); the queue is pruned
+ * only once the call made it (the kernel's ADD polls the instance, a
+ * refused call does not: a prune reorders); an instance alive at
  * a fork, whose kernel epoll the other process may then register anywhere
  * without our seeing it, counts in bell__nedge for good
  * (bell_held_edge_outside).  Models: models/watched.pml, and
