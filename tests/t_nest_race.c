@@ -78,8 +78,11 @@ static long run(int kernel, int et, long trials)
 	REQUIRE(pthread_create(&th, NULL, writer, &r) == 0);
 	for (long i = 1; i <= trials; i++) {
 		atomic_store(&r.turn, i);
-		while (uepoll_wait(in, out, 8, 0) == 0)
-			;
+		/* Spin (the take must meet the ring), but yield now and then:
+		 * beside a CPU hog the writer may need this CPU. */
+		for (int spins = 0; uepoll_wait(in, out, 8, 0) == 0; spins++)
+			if (spins % 256 == 255)
+				sched_yield();
 		while (atomic_load(&r.done) != i)
 			sched_yield();
 		CHECK_EQ(uepoll_read(r.e, &v, 8), 8);
