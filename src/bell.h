@@ -46,6 +46,13 @@ struct bell {
 	 * `set`: a ring's write with `set` = 1, a take's read with `set` = 0
 	 * (DOORBELL in bell.c).  A leaf; taken only where such a call is made. */
 	pthread_mutex_t dblock;
+	/* A kernel epoll holds it edge-triggered through uepoll_ctl (xheld),
+	 * and such ctls in flight (xholds): while either, counted once in
+	 * `watched` and bell__nedge; xheld until the instance's release
+	 * (bell_hold_begin/end, bell_unhold).  Under wlock; never read by
+	 * signalers, so off their line. */
+	bool xheld;
+	int xholds;
 
 	/* --- touched by signalers: one line, shared with nothing else --- */
 	/* 1: the doorbell has been rung (written, or being written under
@@ -77,12 +84,6 @@ struct bell {
 	 * fork shared its kernel epoll): counted once in bell__nedge, for
 	 * good (bell_held_edge_outside). */
 	_Atomic bool xedge;
-	/* A kernel epoll holds it edge-triggered through uepoll_ctl (xheld),
-	 * and such ctls in flight (xholds): while either, counted once in
-	 * `watched` and bell__nedge; xheld until the instance's release
-	 * (bell_hold_begin/end, bell_unhold).  Under wlock. */
-	bool xheld;
-	int xholds;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
 	_Atomic bool lt;
