@@ -16,6 +16,8 @@
  *               that leaves items rings only for them (bell_settle); an
  *               instance with kernel fds rings as nopoll = 0 does (`fair`)
  *   nappers     bell.nappers: sleepers asleep on the futex word (NAP)
+ *   napped      bell.napped: a ring woke a napper, none has come back since
+ *               (rings for nappers stop there, as the doorbell's at db_set)
  *   fseq        the futex word bell.nap; inq[i]/woken[i]: waiter i queued
  *               in FUTEX_WAIT / dequeued by a FUTEX_WAKE (the kernel's
  *               futex queue: a wake dequeues a queued waiter, which then
@@ -26,6 +28,8 @@
  *   sig         signals left to deliver: one napper may end its nap with
  *               EINTR, after which its thread never waits again (the wait
  *               returns to a caller who may stop waiting)
+ *   quit        NAP configuration: one waiter (at most) stops waiting, after
+ *               that EINTR or after a wait that collected
  *   tmo         timeouts left: one epoll_wait may time out (NAP
  *               configuration), leaving a rung doorbell's event behind
  *               (the stale doorbell NOPOLL does not clear)
@@ -45,9 +49,9 @@
  *                             it counts itself
  *   MUTANT_NOPOLL_NO_WATCH    NOPOLL: a signal ignores watched
  *   MUTANT_NOPOLL_WATCH_LATE  NOPOLL: bell_watch prunes before it counts
- *   MUTANT_NAP_NO_TAKE        a napper does not take a stale doorbell
- *                             (`set` = 0) before its re-check
- *   MUTANT_NAP_END_KEEPS_SET  a napper leaves `set` as a ring left it
+ *   MUTANT_NAP_NO_TAKE        a napper does not take `napped` (= 0)
+ *                             before its re-check
+ *   MUTANT_NAP_END_KEEPS_NAPPED  a napper leaves `napped` as a ring left it
  *   MUTANT_NAP_NO_PASS        a nap ended by EINTR does not pass the ring on
  *   MUTANT_NAP_KERNEL_FIRST   a napper looks at nkernel before it counts
  *   MUTANT_NAP_NO_UNNAP       a kernel fd's ADD does not wake nappers
@@ -67,6 +71,8 @@ bit db_pending;
 byte sleepers;
 bit watched;
 bit nopoll;
+bit napped;
+bit quit;	/* NAP configuration: a waiter has stopped waiting */
 byte produced;
 byte consumed;
 byte nappers;
@@ -97,21 +103,39 @@ inline futex_wake_all() {
 	}
 }
 
-/* bell_kick: test, then exchange, then (NAP: a napper seen after the
- * exchange) raise the word and wake one, or write(2) to the doorbell. */
+/* bell__ring_idle: under dblock, exchange db_set, then write(2) if it
+ * found 0 (wakes one sleeper). */
+inline ring_idle() {
+	if
+	:: atomic { db_set == 0 -> db_set = 1 } ->
+		db_pending = 1
+	:: atomic { db_set == 1 -> skip }
+	fi
+}
+
+/* bell__nap_ring: test, exchange napped, then raise the word and wake one. */
+inline nap_ring() {
+	if
+	:: napped == 0 ->
+		if
+		:: atomic { napped == 0 -> napped = 1 } ->
+			fseq++;
+			futex_wake_one()
+		:: atomic { napped == 1 -> skip }
+		fi
+	:: else -> skip
+	fi
+}
+
+/* bell_kick: load db_set and nappers; then (bell__kick) watched, nappers
+ * and nopoll: a napper's ring (whatever db_set says: NOPOLL leaves stale
+ * doorbells) or the doorbell's. */
 inline kick() {
 	if
-	:: db_set == 0 ->
+	:: db_set == 0 || nappers > 0 ->
 		if
-		:: atomic { db_set == 0 -> db_set = 1 } ->
-			if
-			:: nopoll && nappers > 0 ->
-				fseq++;
-				futex_wake_one()
-			:: else ->
-				db_pending = 1	/* write(dbfd): wakes one sleeper */
-			fi
-		:: atomic { db_set == 1 -> skip }
+		:: !watched && nappers > 0 && nopoll -> nap_ring()
+		:: else -> ring_idle()
 		fi
 	:: else -> skip
 	fi
@@ -174,12 +198,12 @@ proctype producer()
 	od
 }
 
-/* bell_nap_end: uncount, give `set` back, and (pass) hand a ring on. */
+/* bell_nap_end: uncount, give `napped` back, and (pass) hand a ring on. */
 inline nap_end(pass) {
 	sleepers--;
 	nappers--;
-#ifndef MUTANT_NAP_END_KEEPS_SET
-	db_set = 0;
+#ifndef MUTANT_NAP_END_KEEPS_NAPPED
+	napped = 0;
 #endif
 	if
 	:: pass && count > 0 ->
@@ -210,6 +234,13 @@ proctype waiter(byte me)
 			if
 			:: count > 0 -> signal()
 			:: else -> skip
+			fi;
+			/* NAP: the wait returns, and its caller may never wait
+			 * again (one of the two): what comes later is the other
+			 * waiter's, a napper perhaps. */
+			if
+			:: atomic { napok && !quit -> quit = 1 }; break
+			:: true -> skip
 			fi
 		:: atomic { count == 0 && napok && nopoll && !watched &&
 			    !nkernel -> skip } ->
@@ -229,7 +260,7 @@ proctype waiter(byte me)
 			fi;
 #endif
 #ifndef MUTANT_NAP_NO_TAKE
-			db_set = 0;
+			napped = 0;
 #endif
 			if
 			:: count > 0 -> nap_end(0)	/* items: collect */
@@ -245,8 +276,10 @@ proctype waiter(byte me)
 					:: atomic { fseq == seq -> inq[me] = 1 } ->
 end_nap:					if
 						:: atomic { woken[me] -> woken[me] = 0 }
-						:: atomic { inq[me] && sig > 0 ->
-							    inq[me] = 0; sig--; pass = 1 }
+						:: atomic { inq[me] && sig > 0 &&
+							    !quit ->
+							    inq[me] = 0; sig--; pass = 1;
+							    quit = 1 }
 						fi
 					:: atomic { fseq != seq -> skip }	/* EAGAIN */
 					fi;

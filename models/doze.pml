@@ -4,11 +4,12 @@
  * checker.
  * Checked exhaustively: when nothing can move any more (every waiter asleep,
  * every doze over), no item is left queued, and every item produced is
- * consumed exactly once.  A doze holds db_set = 1 with no event behind it,
+ * consumed exactly once.  A doze holds the instance's kicks while it is
+ * counted in `dozers` (bell__kick returns at once; db_set is not touched),
  * so a plain sleeper may sleep through items meanwhile; the doze always ends
  * (its window is a timer, an always-enabled step here), and on its way out
- * must give db_set back and ring for what the sleeper missed: the dozing
- * thread may return from its wait then and never wait again.
+ * must uncount itself, then look and ring for what the sleeper missed: the
+ * dozing thread may return from its wait then and never wait again.
  *
  * Shared state, as in bell.c and wait.c:
  *   count       items on the ready queue
@@ -18,8 +19,10 @@
  *   dozers      bell.dozers
  * Each line between labels is one atomic step of the C code.  Mutants that
  * must be caught (models/check.sh):
- *   MUTANT_NO_RESTORE  the doze leaves db_set at 1 when it ends
+ *   MUTANT_LOOK_FIRST  the doze looks at the queue (and kicks) before it
+ *                      uncounts itself
  *   MUTANT_NO_REKICK   the doze does not ring for items queued meanwhile
+ * (A holder that arrives during a doze: models/arrive.pml.)
  */
 #define NPROD 2
 #define PER   2		/* items per producer */
@@ -33,13 +36,23 @@ byte dozers;
 byte produced;
 byte consumed;
 
+/* bell__ring_idle: under dblock, exchange, then write(2) if it found 0. */
+inline ring_idle() {
+	if
+	:: atomic { db_set == 0 -> db_set = 1 } ->
+		db_pending = 1
+	:: atomic { db_set == 1 -> skip }
+	fi
+}
+
+/* bell_kick: load db_set; then (bell__kick) load dozers: a doze holds the
+ * kick; else ring_idle. */
 inline kick() {
 	if
 	:: db_set == 0 ->
 		if
-		:: atomic { db_set == 0 -> db_set = 1 } ->
-			db_pending = 1
-		:: atomic { db_set == 1 -> skip }
+		:: dozers > 0 -> skip		/* held: the doze's end looks */
+		:: else -> ring_idle()
 		fi
 	:: else -> skip
 	fi
@@ -73,9 +86,10 @@ proctype producer()
 	:: i < PER ->
 		atomic { count++; produced++ };		/* rq_enqueue */
 		/* bell_dozer_event: an urgent item (or the one that makes
-		 * min_events) rings whatever db_set says. */
+		 * min_events) rings the doorbell unless it is rung (its event
+		 * pending, or taken by a sleeper that harvests), held or not. */
 		if
-		:: dozers > 0 -> db_set = 1; db_pending = 1
+		:: dozers > 0 -> ring_idle()
 		:: true -> skip
 		fi;
 		kick();
@@ -101,25 +115,33 @@ proctype dozer()
 		if
 		:: d < NDOZE ->
 			d++;
-			/* bell_doze_begin */
+			/* bell_doze_begin: counted (the hold), then the
+			 * re-check */
 			dozers++;
-			db_set = 1;
 			sleepers++;
 			if
 			:: count > 0 -> skip
 			:: else ->
 				if
-				:: atomic { db_pending == 1 ->
-					db_pending = 0; db_set = 0 }
+				:: atomic { db_pending == 1 -> db_pending = 0 };
+					db_set = 0	/* bell_took */
 				:: true -> skip	/* the window closes */
 				fi
 			fi;
-			/* bell_doze_end */
+			/* bell_doze_end: uncounted, then the look */
 			sleepers--;
+#ifdef MUTANT_LOOK_FIRST
+			if
+			:: count > 0 ->
+				if
+				:: sleepers > 0 -> kick()
+				:: else -> skip
+				fi
+			:: else -> skip
+			fi;
 			dozers--;
-#ifndef MUTANT_NO_RESTORE
-			db_set = 0;
-#endif
+#else
+			dozers--;
 #ifndef MUTANT_NO_REKICK
 			if
 			:: count > 0 ->
@@ -129,6 +151,7 @@ proctype dozer()
 				fi
 			:: else -> skip
 			fi;
+#endif
 #endif
 			/* The wait may return now (maxevents reached) and
 			 * its thread never wait again: what is left queued

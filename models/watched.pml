@@ -2,9 +2,12 @@
  * watched.pml - the doorbell of a watched instance (src/bell.c, WATCHED):
  * an instance held by other uepoll instances (nesting), for the spin model
  * checker.  Checked exhaustively: no execution leaves a holder asleep while
- * an item is queued (lost wakeup), every item is consumed once, and an
- * edge-triggered holder gets a doorbell write after each event (the kernel
- * wakes an epoll's pollers on each event of a source it holds).
+ * an item is queued (lost wakeup), nor the doorbell's eventfd counting when
+ * everything is asleep and nothing is queued (a stuck ring: the instance
+ * would read ready for ever, its holders woken on every look), every item
+ * is consumed once, and an edge-triggered holder gets a doorbell write
+ * after each event (the kernel wakes an epoll's pollers on each event of a
+ * source it holds).
  *
  * The watched instance's doorbell is level-triggered in its kernel epoll:
  * a level-triggered holder's kernel epoll reports the instance while the
@@ -17,6 +20,14 @@
  *   db_cnt      the doorbell's eventfd is non-zero (the level)
  *   db_edge     a write of the doorbell since the edge-triggered holder's
  *               last wakeup (each write wakes the holders' callbacks)
+ *   wgen        writes of the doorbell so far: a level-triggered sleeper
+ *               wakes while the eventfd is non-zero and something is
+ *               queued or it was written since the sleeper's last look (a
+ *               stuck eventfd, non-zero with nothing queued, would wake it
+ *               for ever in C; here it sleeps, and the monitor sees the
+ *               eventfd counting)
+ *   dblock      bell.dblock: a ring's `set` = 1 and write, a take's read
+ *               and `set` = 0, each one step for the other
  *   wedge       bell__nedge: an instance holds this one, or one above it,
  *               edge-triggered (the count is the process's: the kernel
  *               wakes an edge-triggered holder two levels up through every
@@ -25,10 +36,11 @@
  *   mine[i]     producer i's last event, queued after the registration,
  *               has had no edge since (ghost)
  * A signal (port_item_signal: rq_enqueue, then bell_kick_edge) rings on
- * every event while a holder is edge-triggered (bell_ring: `set` = 1, then
- * the write), else only when `set` is 0 (bell__kick_db: test, exchange,
- * write).  bell_clear (a wait that found nothing, bell_mirror, a holder's
- * check krec__ready) reads the eventfd, stores `set` = 0, looks at the
+ * every event while a holder is edge-triggered (bell_ring: under dblock,
+ * `set` = 1, then the write), else only when `set` is 0 (bell__kick_db:
+ * test; bell__ring_idle: under dblock, exchange, write).  bell_clear (a
+ * wait that found nothing, bell_mirror, a holder's check krec__ready) tests
+ * `set`, reads the eventfd and stores `set` = 0 under dblock, looks at the
  * queue and kicks.  bell_watch (read, `set` = 0, prune, kick) is done
  * before the model starts: it is bell_clear's order with the count first.
  * Each line between labels is one atomic step of the C code.  Three
@@ -50,15 +62,18 @@
  * models/check.sh runs it, and each mutant, which must fail:
  *   MUTANT_WATCH_NO_WEDGE     a signal only kicks though a holder is
  *                             edge-triggered
- *   MUTANT_CLEAR_STORE_FIRST  bell_clear stores `set` = 0 before its read
+ *   MUTANT_RING_UNLOCKED      rings and takes without dblock: a take's
+ *                             read before a ring's write lands, its store
+ *                             of 0 after the ring's store of 1
+ *   MUTANT_CLEAR_STORE_FIRST  bell_clear stores `set` = 0 before its read,
+ *                             outside dblock
  *   MUTANT_CLEAR_NO_RECHECK   bell_clear does not look at the queue (and
  *                             kick) after its store
  *   MUTANT_KICK_FIRST         the kick before the item is queued
  *   MUTANT_EDGE_COUNT_LATE    an edge-triggered registration is counted
  *                             after its kernel ADD
- * (What else may hold `set` at 1 without a write is not modelled: a ring
- * that woke a napper, which a watched instance's signals never make, and a
- * doze begun before the watch, during which signals ring: bell.c.)
+ * (A holder that arrives while a wait on the instance dozes or naps, and a
+ * kernel epoll's hold: models/arrive.pml.)
  */
 #define NPROD 2
 #define PER   2		/* items per producer */
@@ -72,12 +87,27 @@ bit registered;
 bit mine[NPROD];
 byte produced;
 byte consumed;
+byte wgen;
+bit dblock;
+
+inline lock() {
+#ifndef MUTANT_RING_UNLOCKED
+	atomic { dblock == 0 -> dblock = 1 }
+#else
+	skip
+#endif
+}
+
+inline unlock() {
+	dblock = 0
+}
 
 /* write(dbfd): the level, and a wakeup of every holder's callback (an
  * edge for the edge-triggered one once it is registered). */
 inline write_db() {
 	atomic {
 		db_cnt = 1;
+		wgen++;
 		if
 		:: registered -> db_edge = 1
 		:: else -> skip
@@ -85,15 +115,17 @@ inline write_db() {
 	}
 }
 
-/* bell__kick_db: test, exchange, write(2). */
+/* bell__kick_db: test; bell__ring_idle: under dblock, exchange, write(2). */
 inline kick_db() {
 	if
 	:: db_set == 0 ->
+		lock();
 		if
 		:: atomic { db_set == 0 -> db_set = 1 } ->
 			write_db()			/* write(dbfd) */
 		:: atomic { db_set == 1 -> skip }
-		fi
+		fi;
+		unlock()
 	:: else -> skip
 	fi
 }
@@ -105,23 +137,34 @@ inline signal() {
 #else
 	if
 	:: wedge ->
-		db_set = 1;				/* bell_ring */
-		write_db()			/* write(dbfd) */
+		lock();				/* bell_ring */
+		db_set = 1;
+		write_db();			/* write(dbfd) */
+		unlock()
 	:: else -> kick_db()
 	fi
 #endif
 }
 
-/* bell_clear: read(dbfd), then `set` = 0, then look and kick. */
+/* bell_clear: test `set`; under dblock, read(dbfd), then `set` = 0; then
+ * look and kick. */
 inline clear() {
 	if
 	:: db_set == 1 ->
 #ifdef MUTANT_CLEAR_STORE_FIRST
 		db_set = 0;
+		lock();
 		db_cnt = 0;
+		unlock();
 #else
-		db_cnt = 0;
-		db_set = 0;
+		lock();
+		if
+		:: db_set == 1 ->
+			db_cnt = 0;
+			db_set = 0
+		:: else -> skip
+		fi;
+		unlock();
 #endif
 #ifndef MUTANT_CLEAR_NO_RECHECK
 		if
@@ -157,9 +200,11 @@ proctype producer(byte me)
  * clears (wait__settle, bell_mirror). */
 proctype holder_lt()
 {
+	byte seen = 255;
 	do
 	:: true ->
-end_lt:		atomic { db_cnt == 1 -> skip };
+end_lt:		atomic { db_cnt == 1 && (wgen != seen || count > 0) ->
+			 seen = wgen };
 		do
 		:: atomic { count > 0 -> count--; consumed++ }
 		:: atomic { count == 0 -> break }
@@ -206,6 +251,7 @@ proctype adder()
 /* A thread waiting on the instance itself. */
 proctype waiter()
 {
+	byte seen = 255;
 	do
 	:: atomic { count > 0 -> count--; consumed++ }
 	:: atomic { count == 0 -> skip }; clear()	/* found nothing */
@@ -217,7 +263,8 @@ proctype waiter()
 		if
 		:: count > 0 -> skip
 		:: else ->
-end_w:			atomic { db_cnt == 1 -> skip }
+end_w:			atomic { db_cnt == 1 &&
+				 (wgen != seen || count > 0) -> seen = wgen }
 		fi
 	od
 }
@@ -228,6 +275,7 @@ proctype monitor()
 {
 	timeout ->
 	assert(count == 0);
+	assert(db_cnt == 0);	/* no ring stuck in the eventfd */
 	assert(consumed == produced);
 	assert(produced == NPROD * PER)
 }

@@ -80,13 +80,20 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	int r;
 
 	if (!o || !uobj_ops(o)->ctl) {
+		struct uobj *held = NULL;
+
 		if (o)
 			uobj_put(o);
 		/* A kernel epoll will poll our object's fd: it must be exact
-		 * (UEPOLL_NOPOLL and UEVENTFD_NOPOLL end). */
+		 * (UEPOLL_NOPOLL and UEVENTFD_NOPOLL end); an instance it
+		 * holds EPOLLET is watched from before the call, and stays
+		 * so only if the call makes the registration (WATCHED). */
 		if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
-			uobj_polled(fd, event ? event->events : 0);
-		return (int)api__ret(sys_epoll_ctl(epfd, op, fd, event));
+			held = uobj_polled_ctl(fd, event ? event->events : 0);
+		r = sys_epoll_ctl(epfd, op, fd, event);
+		if (held)
+			uobj_polled_end(held, r == 0);
+		return (int)api__ret(r);
 	}
 	r = uobj_ops(o)->ctl(o, op, fd, event);
 	uobj_put(o);

@@ -8,12 +8,24 @@
  * select() and outer event loops while items are queued.
  *
  * DOORBELL (no lost wakeup).  `set` == 1 means the doorbell has been rung
- * and its event not yet taken by a waiter.
+ * and its event not yet taken by a waiter; it stands for the doorbell and
+ * nothing else (a doze and a nap keep their own words: DOZE, NAP).
  *  - Signaler (port_item_signal, then bell_kick): enqueue the item, then
  *    load `set` (seq_cst); if it is 0, exchange it to 1 and write the
  *    eventfd.  The enqueue ends with liburcu's cds_wfcq_enqueue, an
  *    exchange of the queue's tail between full barriers (uatomic_xchg), so
  *    the load of `set` cannot be satisfied before the new tail is visible.
+ *  - A write of the doorbell and its `set` = 1, and a read of it (a take:
+ *    bell_clear, bell_watch, a blind doze) and its `set` = 0, are each
+ *    made under dblock, so they never interleave: a take that read the
+ *    eventfd before a ring's write landed and stored 0 after the ring's
+ *    store of 1 would leave the eventfd counting with `set` 0, which no
+ *    later take reads (bell_clear stops at `set` 0): an instance ready for
+ *    ever with nothing queued, its holders and outside pollers woken on
+ *    every look (t_nest_race).  Only those paths take the lock, and each
+ *    makes a system call anyway; the steady state (`set` 1, no call) and a
+ *    take of an edge-triggered doorbell's event (bell_took: a write is
+ *    never on its way then, see there) take none.
  *  - Waiter: a wait that took the doorbell's event stores `set` = 0
  *    (bell_took, seq_cst) before it looks at the ready queue (rq_empty: a
  *    seq_cst load of txbusy, which orders the loads of the queue's head
@@ -34,26 +46,39 @@
  * Model: models/doorbell.pml (signal = rq_enqueue + bell_kick; take =
  * bell_took; sleep = bell_sleep_begin + epoll_wait).
  *
- * DOZE (min-wait batching; wait.c's wait__doze).  A batching wait whose
- * window is open holds `set` at 1 itself, with no event behind it
- * (bell_doze_begin), so that signals neither write the doorbell nor wake
- * anyone until the window closes.  It is bounded (the doze ends at the
- * window's end or the timeout) and repaired on the way out (bell_doze_end):
- * the dozer stores `set` = 0 (seq_cst), then, if items are queued and
- * another thread sleeps, rings (a thread that starts sleeping counts itself
- * in sleepers, then looks at the queue: one of the two sees the other).
- * What must wake a dozer rings whatever `set` says (bell_dozer_event): an
- * urgent item, or the event that brings `want` to 0.  Its seq_cst load of
- * `dozers` comes after the enqueue, as bell_kick's load of `set` does; the
- * dozer counts itself in `dozers` before it re-checks the queue.  The load
- * is on the line the signaler already has (next to `set`).  Kernel fds
- * reach the kernel epoll directly and wake a dozer as they wake any
- * sleeper.  Model: models/doze.pml.
+ * DOZE (min-wait batching; wait.c's wait__doze).  While a batching wait's
+ * window is open, `dozers` > 0 holds an unwatched instance's kicks
+ * (bell__kick returns at once), so that signals neither write the doorbell
+ * nor wake anyone until the window closes.  The doze never writes `set`:
+ * it once held `set` at 1 and stored 0 on its way out, over any ring made
+ * meanwhile for a holder that arrived during the doze, which left that
+ * ring in the eventfd with nobody to read it (issue 32).  It is bounded
+ * (the doze ends at the window's end or the timeout) and repaired on the
+ * way out (bell_doze_end): the dozer uncounts itself (seq_cst), then, if
+ * items are queued and another thread sleeps, kicks (a signal that saw
+ * the count held its kick after its enqueue, so the look sees its item; a
+ * thread that starts sleeping counts itself in sleepers, then looks at the
+ * queue: one of the two sees the other).  What must wake a dozer rings
+ * the doorbell unless it is rung (bell_dozer_event, bell__ring_idle: a
+ * rung doorbell's event is pending, so the dozer wakes, or another sleeper
+ * took it and harvests what it rang for): an urgent item, or the event
+ * that brings `want` to 0.  Its seq_cst load of `dozers` comes after the
+ * enqueue, as bell_kick's load of `set` does; the dozer counts itself in
+ * `dozers` before it re-checks the queue.  The loads are on the line the
+ * signaler already has (next to `set`).  A watched instance is not held:
+ * its holders look at the doorbell (a doze begun before the watch is woken
+ * by the level-triggered doorbell and ends).  Kernel fds reach the kernel
+ * epoll directly and wake a dozer as they wake any sleeper.  A blind doze
+ * (it polls the doorbell's eventfd alone) takes the doorbell first, under
+ * dblock.  Model: models/doze.pml; a holder arriving during a doze:
+ * models/arrive.pml.
  *
- * WATCHED (an instance held by another instance: nesting).  The kernel
- * wakes an epoll's pollers on every event of a source it holds, and its
- * poll of an epoll reports only registrations whose source is ready.  So a
- * watched instance's doorbell is level-triggered (it stays readable, without
+ * WATCHED (an instance held by another instance: nesting; or by a kernel
+ * epoll edge-triggered through uepoll_ctl, which counts as a holder that
+ * never lets go until the instance's release: bell_hold_begin).  The
+ * kernel wakes an epoll's pollers on every event of a source it holds, and
+ * its poll of an epoll reports only registrations whose source is ready.
+ * So a watched instance's doorbell is level-triggered (it stays readable, without
  * a new wake, while something is ready), every change that may have made it
  * not ready prunes the queue and clears the doorbell if nothing is left
  * (bell_mirror), and while any instance of the process holds another one
@@ -68,15 +93,27 @@
  * (bell__kick_db), one write per idle -> ready change instead of one
  * per event: a level-triggered holder's kernel epoll reports the fd while
  * the eventfd is non-zero, whatever wakes it, and `set` == 1 says that it
- * is, or that the ring's write is on its way.  `set` goes back to 0 only
- * after the read that zeroes the eventfd (bell_clear, bell_watch), and
- * both then look at the queue and kick: a signal that saw `set` == 1
- * before that store had queued its item before the look (the DOORBELL pair
- * again).  The only other `set` == 1 without an event behind it: a ring
- * that woke a napper (a watched instance's signals never do that:
- * bell__kick_db; its nappers leave when the watch begins, NAP) and a dozer
- * (a watched instance does not doze, but a doze may have begun before the
- * watch: while `dozers` > 0 its signals ring).  An edge-triggered
+ * is, or that the ring's write is being made (under dblock).  So `set`
+ * must say exactly that: `set` == 0 with the eventfd counting would leave
+ * the instance ready for ever (bell_clear reads only a rung doorbell, its
+ * holders report it on every look: a busy loop), `set` == 1 with the
+ * eventfd empty would ring its level-triggered holders no more (a lost
+ * wakeup).  What keeps it so:
+ *  - `set` goes back to 0 only with the read that zeroes the eventfd, both
+ *    under dblock (bell_clear, bell_watch), and the take then looks at the
+ *    queue and kicks: a signal that saw `set` == 1 before that store had
+ *    queued its item before the look (the DOORBELL pair again);
+ *  - every write is made with `set` = 1 under dblock (bell_ring,
+ *    bell__ring_idle), a watched instance never rings a napper instead
+ *    (bell__kick), and neither a doze nor a nap writes `set` (DOZE, NAP):
+ *    their holds were the `set` == 0 over a ring, and the `set` == 1
+ *    without one, of a holder that arrived while they lasted (issue 32);
+ *  - bell_took, the one store of `set` without dblock (an edge-triggered
+ *    doorbell's event, taken by epoll_wait), looks at lt after its store:
+ *    a watch whose store of lt it missed takes the doorbell after it
+ *    (bell_watch: lt, then the take), and one whose store it sees is
+ *    taken again (bell__retake).
+ * An edge-triggered
  * registration is counted in bell__nedge before the kernel call that makes
  * it (and before `watched`, for a new holder), and uncounted after the one
  * that ends it: a signal whose seq_cst load (after its enqueue) missed the
@@ -84,11 +121,20 @@
  * kernel polls a nested epoll's ready items) reports the instance if the
  * doorbell is rung, or the ring's write comes after the registration exists
  * and wakes it.  A kernel epoll that holds the instance edge-triggered
- * through uepoll_ctl counts once, for good (bell_held_edge_outside); so
- * does every instance alive at a fork, whose kernel epoll the other process
- * may then register anywhere without our seeing it.  Model:
- * models/watched.pml.  A prune holds the queue's items in a
- * private queue for a moment, so a concurrent bell_clear may see the queue
+ * through uepoll_ctl counts once, as a watcher and in bell__nedge, from
+ * before the kernel call (as a holder's count; bell_hold_begin), until the
+ * instance's release if the call made the registration, else until the
+ * call has failed (bell_hold_end: a refused ctl leaves no holder, and a
+ * watched instance's ways differ from an unwatched one's, its events'
+ * order after a source's read and write among them); the queue is pruned
+ * only once the call made it (the kernel's ADD polls the instance, a
+ * refused call does not: a prune reorders); an instance alive at
+ * a fork, whose kernel epoll the other process may then register anywhere
+ * without our seeing it, counts in bell__nedge for good
+ * (bell_held_edge_outside).  Models: models/watched.pml, and
+ * models/arrive.pml for a holder (an instance, or a kernel epoll through
+ * uepoll_ctl) that arrives during a doze or a nap.  A prune holds the
+ * queue's items in a private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
  * items back).
@@ -129,23 +175,31 @@
  * with one FUTEX_WAKE instead (a bare futex handoff, without the epoll's
  * callbacks, ready list and copy-out).  Nobody outside uepoll polls a NOPOLL
  * instance's fd, so nothing else needs the doorbell's count.
+ *  - Rings for nappers have their own word, `napped`, as the doorbell's
+ *    have `set`: a ring (bell__kick) that sees a napper counted (a seq_cst
+ *    load of `nappers` after its enqueue) exchanges `napped` 0 -> 1 and, if
+ *    it was 0, raises `nap` and wakes one napper; whatever `set` says (a
+ *    NOPOLL instance leaves its doorbell rung: a stale `set` does not stop
+ *    a napper's ring).  The nap never writes `set`: when it did (a napper
+ *    took a stale doorbell by storing 0, and stored 0 on its way out to
+ *    undo a ring that woke it), a store could land over a doorbell ring made
+ *    meanwhile for a holder that arrived during the nap, leaving that ring
+ *    in the eventfd for good (issue 32).
  *  - Napper (bell_nap_begin): read `nap`, count itself in `sleepers` then
- *    `nappers` (seq_cst RMWs), give up if watched, store `set` = 0, re-check
- *    the queue, then (wait.c) give up if nkernel > 0, else FUTEX_WAIT on
- *    `nap` with the value read first.  The store of `set` takes a stale
- *    doorbell (NOPOLL leaves them): a signal that saw `set` == 1 skipped its
- *    ring, so its item was queued before that load, before the store, and
- *    the re-check sees it.  Otherwise the signal exchanges `set` 0 -> 1 and
- *    then loads `nappers` (bell_kick): either that load sees the napper
- *    (it raises `nap` and wakes one: a napper not yet in FUTEX_WAIT finds
- *    the word changed) or the napper's count came after it, and so did its
- *    re-check, which sees the item.
- *  - `set` == 1 must keep meaning "the doorbell's event is pending or a
- *    waiter will take it and look" (DOORBELL).  A ring that woke a napper
- *    wrote nothing, so every napper on its way out (bell_nap_end) uncounts
- *    itself from `nappers` and then stores `set` = 0 before it looks at the
- *    queue (as bell_took): a signal whose load saw it counted exchanged
- *    `set` before that store, so the store undoes it.
+ *    `nappers` (seq_cst RMWs), give up if watched, store `napped` = 0,
+ *    re-check the queue, then (wait.c) give up if nkernel > 0, else
+ *    FUTEX_WAIT on `nap` with the value read first.  Either the signal's
+ *    load of `nappers` sees the napper (it rings, or finds `napped` 1 and
+ *    skips: see below) or the napper's count came after it, and so did its
+ *    re-check, which sees the item.  A napper not yet in FUTEX_WAIT when it
+ *    is rung finds the word changed.
+ *  - `napped` == 1 means "a napper was woken and will look"; every napper
+ *    on its way out (bell_nap_end) uncounts itself and then stores `napped`
+ *    = 0 before it looks at the queue (its wait goes round and harvests,
+ *    or re-checks before its epoll sleep): a signal that found `napped` 1
+ *    queued its item before that load, and some napper's store of 0 (its
+ *    begin's, or the end's of the one that ring woke) comes after the load
+ *    and before that napper's look, which sees the item.
  *  - A ring that sees a napper wakes one napper and writes nothing, even
  *    if threads sleep in the kernel epoll beside it (a wait with a
  *    sigmask, a dozer): one thread per event, as the kernel's.  Every
@@ -153,8 +207,11 @@
  *    finding the word changed, the wait goes round and harvests; giving up
  *    the nap, it re-checks the queue before its epoll sleep.  Only a nap
  *    that ends the wait without collecting (EINTR, cancellation) passes
- *    the ring on: after its reset of `set` it kicks if items are queued
+ *    the ring on: after its reset of `napped` it kicks if items are queued
  *    and anyone still sleeps (as bell_doze_end).
+ *  - A watched instance's rings are the doorbell's (its holders look at
+ *    the doorbell): bell__kick rings a napper only while the instance is
+ *    not watched (seq_cst load), and a watch wakes the nappers (below).
  *  - What makes a nap wrong ends it: a kernel fd's ADD, a nested record
  *    made loud and a demotion raise nkernel, and a watcher raises
  *    `watched`, each by a seq_cst RMW, then call bell_unnap, which loads
@@ -165,7 +222,8 @@
  *    ends it with EINTR as it ends epoll_wait.  Cancelled in the nap, the
  *    wait runs bell_nap_end.
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
- * time; a kernel fd added, or NOPOLL ended, while they nap).
+ * time; a kernel fd added, or NOPOLL ended, while they nap); a holder that
+ * arrives during a nap: models/arrive.pml.
  *
  * QUIET (a ring for nothing is not made; port_item_signal).  The kernel
  * queues an epitem on every wakeup of its source, even one that leaves
@@ -174,8 +232,8 @@
  * finds nothing and sleeps again; and its poll of the epoll's fd reports
  * nothing for such an item.  A signaler here queues the item as always (its
  * place in the queue decides the order a wait reports, as the epitem's
- * does), and when its kick would write the doorbell (bell_would_ring: not
- * watched, wanted, `set` 0) it first polls the item's source, after the
+ * does), and when its kick would make a system call (bell_would_ring: not
+ * watched, wanted, `set` 0 or a napper counted) it first polls the item's source, after the
  * enqueue, and makes no ring if it shows nothing the item asks for.  In a
  * wake-all herd that is what spares a write(2) per instance after the first
  * woken waiter took the counter.  So a queued item no longer means that its
@@ -207,8 +265,10 @@
  * exact, as if made without the flag (a stale doorbell may make the fd
  * read ready once, as a default instance's may).
  *
- * LOCKING.  Only wlock, for watched/lt transitions (bell_watch; its place:
- * LOCK ORDER in lock.h); everything else here is the atomics above.
+ * LOCKING.  wlock, for watched/lt transitions (bell_watch), and dblock, a
+ * leaf, around each system call on the doorbell with its change of `set`
+ * (DOORBELL); their places: LOCK ORDER in lock.h.  Everything else here is
+ * the atomics above.
  */
 #include <errno.h>
 #include <limits.h>
@@ -237,14 +297,18 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	/* Never destroyed: the memory is type-stable, and a forked child may
 	 * finish a release (FORK in obj.c). */
 	lock_init(&b->wlock);
+	lock_init(&b->dblock);
 	atomic_init(&b->set, 0);
 	atomic_init(&b->sleepers, 0);
 	atomic_init(&b->nappers, 0);
 	atomic_init(&b->nap, 0);
+	atomic_init(&b->napped, 0);
 	atomic_init(&b->dozers, 0);
 	atomic_init(&b->want, 0);
 	atomic_init(&b->watched, 0);
 	atomic_init(&b->xedge, false);
+	b->xheld = false;
+	b->xholds = 0;
 	atomic_init(&b->lt, false);
 	atomic_init(&b->nopoll, nopoll);
 	return 0;
@@ -263,19 +327,81 @@ void bell_fork_child(struct bell *b)
 	 * child only reads stays shared with the parent (no copy). */
 	obj_fork_zero(&b->sleepers);
 	obj_fork_zero(&b->nappers);
+	obj_fork_zero(&b->napped);
 	obj_fork_zero(&b->dozers);
 	obj_fork_zero(&b->want);
 	obj_fork_zero(&b->set);
 }
 
-/* NAP: bell_kick exchanged `set` 0 -> 1 and saw a napper. */
-void bell__nap_ring(struct bell *b)
+/* DOORBELL: write the doorbell with `set` = 1, one step for every take
+ * (dblock). */
+void bell_ring(struct bell *b)
 {
-	/* One napper, as the kernel wakes one epoll_wait per event; a thread
-	 * asleep in the kernel epoll beside it is left asleep (the napper
-	 * collects, or passes the ring on: bell_nap_end). */
-	atomic_fetch_add(&b->nap, 1);
-	sys_futex_wake(&b->nap, 1);
+	lock_take(&b->dblock);
+	atomic_store(&b->set, 1);
+	sys_eventfd_signal(b->fd);
+	lock_drop(&b->dblock);
+}
+
+void bell__ring_idle(struct bell *b)
+{
+	lock_take(&b->dblock);
+	/* seq_cst: only the exchange that finds 0 writes (one write per
+	 * ring, whoever races). */
+	if (atomic_exchange(&b->set, 1) == 0)
+		sys_eventfd_signal(b->fd);
+	lock_drop(&b->dblock);
+}
+
+/* Read the doorbell empty and store `set` = 0, in one step for every ring
+ * (dblock); always: even if `set` is 0 (an edge-triggered doorbell's
+ * eventfd keeps counting after bell_took, and bell_took's store may have
+ * hidden a ring: bell__retake). */
+static void bell__take(struct bell *b, bool always)
+{
+	uint64_t v;
+
+	lock_take(&b->dblock);
+	/* Zeroing the eventfd makes the doorbell's queued event (if any)
+	 * vanish: the kernel re-polls an item before reporting it. */
+	if (always || atomic_load(&b->set)) {
+		sys_read(b->fd, &v, sizeof(v));
+		atomic_store(&b->set, 0);
+	}
+	lock_drop(&b->dblock);
+}
+
+/* NAP: one napper, as the kernel wakes one epoll_wait per event; a thread
+ * asleep in the kernel epoll beside it is left asleep (the napper collects,
+ * or passes the ring on: bell_nap_end).  `napped`: one wake until a napper
+ * comes back. */
+static void bell__nap_ring(struct bell *b)
+{
+	/* seq_cst, after the caller's load of nappers: against a napper's
+	 * store of napped = 0 then look. */
+	if (atomic_load(&b->napped) == 0 &&
+	    atomic_exchange(&b->napped, 1) == 0) {
+		atomic_fetch_add(&b->nap, 1);
+		sys_futex_wake(&b->nap, 1);
+	}
+}
+
+void bell__kick(struct bell *b)
+{
+	/* seq_cst loads after the caller's enqueue (and its load of `set`
+	 * or `nappers`): against bell_watch's count then prune, a dozer's
+	 * uncount then look (DOZE), a napper's count then look (NAP). */
+	bool watched = atomic_load(&b->watched) != 0;
+
+	if (!watched && atomic_load(&b->dozers) > 0)
+		return; /* DOZE: held; bell_doze_end looks */
+	if (!watched && atomic_load(&b->nappers) > 0 &&
+	    atomic_load(&b->nopoll)) {
+		bell__nap_ring(b);
+		return;
+	}
+	if (atomic_load(&b->set) == 0)
+		bell__ring_idle(b);
 }
 
 int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
@@ -290,8 +416,9 @@ int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
 		bell_nap_end(b, q, false);
 		return -1;
 	}
-	/* Take a stale doorbell, then look (NAP). */
-	atomic_store(&b->set, 0);
+	/* Take `napped` (a ring that woke a napper that has not come back
+	 * yet), then look (NAP).  Never `set`: the doorbell is not ours. */
+	atomic_store(&b->napped, 0);
 	if (!rq_empty(q)) {
 		bell_nap_end(b, q, false);
 		return 0;
@@ -306,11 +433,12 @@ int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns)
 
 void bell_nap_end(struct bell *b, struct readyq *q, bool pass)
 {
-	/* Uncounted first, then `set` given back (NAP): a ring that saw us
-	 * counted exchanged `set` before this store. */
+	/* Uncounted first, then `napped` given back, then (the caller's wait,
+	 * or below) a look (NAP): a ring that saw us counted exchanged
+	 * `napped` before this store. */
 	atomic_fetch_sub(&b->sleepers, 1);
 	atomic_fetch_sub(&b->nappers, 1);
-	atomic_store(&b->set, 0);
+	atomic_store(&b->napped, 0);
 	/* Leaving without collecting (a signal, a cancellation): a ring that
 	 * woke nobody else may have been meant for us; pass it on to whoever
 	 * still sleeps (seq_cst: a sleeper counts itself, then looks). */
@@ -327,32 +455,37 @@ void bell_unnap(struct bell *b)
 	}
 }
 
-void bell_ring(struct bell *b)
-{
-	atomic_store(&b->set, 1);
-	sys_eventfd_signal(b->fd);
-}
-
-/* DOZE: ring for an urgent item, or for the event that makes enough. */
+/* DOZE: ring for an urgent item, or for the event that makes enough: the
+ * doorbell unless it is rung (its event then pending, or taken by a sleeper
+ * that harvests), never a napper's futex (the dozer sleeps in the kernel
+ * epoll, or polls the doorbell). */
 void bell__dozer_event(struct bell *b, uint32_t ev, bool queued)
 {
-	if (ev & EPOLLURGENT)
-		bell_ring(b);
-	else if (queued && atomic_load(&b->want) > 0 &&
-		 atomic_fetch_sub(&b->want, 1) == 1)
-		bell_ring(b);
+	bool end = (ev & EPOLLURGENT) ||
+		   (queued && atomic_load(&b->want) > 0 &&
+		    atomic_fetch_sub(&b->want, 1) == 1);
+
+	/* A watched instance's signal rings its level-triggered doorbell
+	 * next (bell_kick_edge), which wakes the dozer too; a second write
+	 * could land after the dozer took the event and the doorbell, and
+	 * leave the instance ready with nothing in it for its holders.
+	 * (Relaxed: bell_kick_edge's later load of `watched` sees it too.) */
+	if (end && !atomic_load_explicit(&b->watched, memory_order_relaxed))
+		bell__ring_idle(b);
 }
 
 void bell_clear(struct bell *b, struct readyq *q)
 {
-	uint64_t v;
-
 	if (!atomic_load(&b->set))
 		return;
-	/* Zeroing the eventfd makes the doorbell's queued event (if any)
-	 * vanish: the kernel re-polls an item before reporting it. */
-	sys_read(b->fd, &v, sizeof(v));
-	atomic_store(&b->set, 0);
+	bell__take(b, false);
+	if (!rq_empty(q))
+		bell_kick(b);
+}
+
+void bell__retake(struct bell *b, struct readyq *q)
+{
+	bell__take(b, true);
 	if (!rq_empty(q))
 		bell_kick(b);
 }
@@ -392,30 +525,29 @@ void bell_sleep_end(struct bell *b)
 
 void bell_doze_begin(struct bell *b, int want, bool blind)
 {
-	uint64_t v;
-
 	/* seq_cst, before the queue is re-checked: pairs with the signal
-	 * path's load of dozers after its enqueue (bell_dozer_event). */
+	 * path's load of dozers after its enqueue (bell_dozer_event, and
+	 * bell__kick's hold). */
 	atomic_fetch_add(&b->dozers, 1);
 	atomic_store(&b->want, want);
-	/* An event pending behind set == 1 wakes the sleep at once (or,
-	 * blind, is cleared: the caller's re-check finds its item). */
-	atomic_store(&b->set, 1);
 	atomic_fetch_add(&b->sleepers, 1);
+	/* An event pending behind set == 1 wakes the sleep at once (or,
+	 * blind, is taken: the caller's re-check finds its item). */
 	if (blind)
-		sys_read(b->fd, &v, sizeof(v));
+		bell__take(b, true);
 }
 
 void bell_doze_end(struct bell *b, struct readyq *q)
 {
 	atomic_fetch_sub(&b->sleepers, 1);
 	atomic_store(&b->want, 0);
+	/* The hold ends (seq_cst), then the look: a kick held after its
+	 * enqueue saw the count before this, so the look sees its item.
+	 * Items queued meanwhile are the dozer's to collect, unless someone
+	 * else sleeps (seq_cst: a thread that starts sleeping counts itself,
+	 * then looks at the queue).  `set` is left as the rings made it
+	 * (DOZE). */
 	atomic_fetch_sub(&b->dozers, 1);
-	/* Give the doorbell back: set == 1 with no event behind it would
-	 * strand other sleepers.  Items queued meanwhile are the dozer's to
-	 * collect, unless someone else sleeps (seq_cst: a thread that starts
-	 * sleeping counts itself, then looks at the queue). */
-	atomic_store(&b->set, 0);
 	if (!rq_empty(q) && atomic_load(&b->sleepers) > 0)
 		bell_kick(b);
 }
@@ -457,14 +589,16 @@ bool bell_any_watched(void)
 	return atomic_load_explicit(&bell__nwatched, memory_order_relaxed) > 0;
 }
 
-void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
-		int delta, bool edge)
+/* bell_watch, wlock held; prune: a new watch drops the queue's items that
+ * are not ready (as the kernel's ADD polls the epoll it registers: a
+ * holder's is made), else only looks (a kernel epoll's hold, whose call
+ * may yet be refused: bell_hold_end prunes once it is made). */
+static void bell__watch(struct bell *b, int epfd, uint64_t data,
+			struct readyq *q, int delta, bool edge, bool prune)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = data };
-	uint64_t v;
 	int w;
 
-	lock_take(&b->wlock);
 	/* An edge-triggered holder is counted in bell__nedge before
 	 * `watched` and uncounted after it: a signal that sees it watched
 	 * rings for it (WATCHED). */
@@ -481,17 +615,70 @@ void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		atomic_fetch_add(&bell__nwatched, w ? 1 : -1);
 	if (((delta > 0 && w == 1) || w == 0) && epfd >= 0) {
 		ev.events |= w ? 0 : EPOLLET;
+		/* seq_cst store of lt before the take: against bell_took's
+		 * store of `set` then load of lt (WATCHED). */
 		if (sys_epoll_ctl(epfd, EPOLL_CTL_MOD, b->fd, &ev) == 0)
 			atomic_store(&b->lt, w != 0);
 		if (w) {
 			/* An edge-triggered doorbell keeps counting after its
 			 * event was taken: start level-triggered from zero,
 			 * rung again only if something is ready. */
-			sys_read(b->fd, &v, sizeof(v));
-			atomic_store(&b->set, 0);
-			if (rq_prune(q))
+			bell__take(b, true);
+			if (prune ? rq_prune(q) : !rq_empty(q))
 				bell_kick(b);
 		}
+	}
+}
+
+void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		int delta, bool edge)
+{
+	lock_take(&b->wlock);
+	bell__watch(b, epfd, data, q, delta, edge, true);
+	lock_drop(&b->wlock);
+}
+
+void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
+		     struct readyq *q)
+{
+	/* Counted before the kernel's call, as a holder's registration is
+	 * (WATCHED): once, whatever the number of such holds. */
+	lock_take(&b->wlock);
+	if (b->xholds++ == 0 && !b->xheld)
+		bell__watch(b, epfd, data, q, 1, true, false);
+	lock_drop(&b->wlock);
+}
+
+void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		   bool made)
+{
+	/* Made: for good, as its DEL or the close of the kernel epoll may
+	 * not be seen, until the release; and the kernel's poll of the
+	 * instance dropped what is not ready from its list: so do we
+	 * (bell_mirror: prune, or take the doorbell), which also ends a
+	 * ring bell_hold_begin made for items that were not.  Refused (the
+	 * epoll fd is not an epoll, the instance is there already...): no
+	 * holder after all, unless another call made one, and no prune (the
+	 * kernel did not poll; a prune would reorder the queue). */
+	lock_take(&b->wlock);
+	if (made)
+		b->xheld = true;
+	if (--b->xholds == 0 && !b->xheld)
+		bell__watch(b, epfd, data, q, -1, true, false);
+	else if (made)
+		bell_mirror(b, q);
+	lock_drop(&b->wlock);
+}
+
+void bell_unhold(struct bell *b)
+{
+	/* Idempotent (a forked child may finish a release: FORK in obj.c);
+	 * no ctl is in flight (each holds a reference).  No mode switch: the
+	 * kernel epoll is being closed. */
+	lock_take(&b->wlock);
+	if (b->xheld) {
+		b->xheld = false;
+		bell__watch(b, -1, 0, NULL, -1, true, false);
 	}
 	lock_drop(&b->wlock);
 }

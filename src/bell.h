@@ -8,8 +8,8 @@
  * struct bell; they call the verbs below.  The arguments for why no wakeup
  * is lost (DOORBELL, DOZE, WATCHED, QUIET) are in bell.c, beside the
  * stores they rest on, and models/doorbell.pml, models/doze.pml,
- * models/watched.pml and models/quiet.pml check them (each model step names
- * the verb it stands for).
+ * models/watched.pml, models/arrive.pml and models/quiet.pml check them
+ * (each model step names the verb it stands for).
  *
  * Who calls what:
  *   signalers (port.c: a source's event reached the instance)
@@ -21,7 +21,10 @@
  *       bell_settle, bell_rung, bell_lt, bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
- *   the instance's life        bell_init, bell_close, bell_fork_child
+ *   held from outside (port.c) bell_hold_begin/end, bell_held_edge_outside,
+ *                              bell_polled_outside
+ *   the instance's life        bell_init, bell_close, bell_unhold,
+ *                              bell_fork_child
  *
  * An instance made with UEPOLL_NOPOLL (NOPOLL in bell.c) rings only for a
  * sleeper or a watcher, and never clears a stale doorbell unless watched:
@@ -39,10 +42,23 @@ struct bell {
 	/* Serialises changes of `watched` and of the doorbell's mode (the
 	 * kernel epoll's registration of fd): bell_watch. */
 	pthread_mutex_t wlock;
+	/* Makes each system call on the doorbell one step with its change of
+	 * `set`: a ring's write with `set` = 1, a take's read with `set` = 0
+	 * (DOORBELL in bell.c).  A leaf; taken only where such a call is made. */
+	pthread_mutex_t dblock;
+	/* A kernel epoll holds it edge-triggered through uepoll_ctl (xheld),
+	 * and such ctls in flight (xholds): while either, counted once in
+	 * `watched` and bell__nedge; xheld until the instance's release
+	 * (bell_hold_begin/end, bell_unhold).  Under wlock; never read by
+	 * signalers, so off their line. */
+	bool xheld;
+	int xholds;
 
 	/* --- touched by signalers: one line, shared with nothing else --- */
-	/* 1: the doorbell has been rung and its event not yet taken by a
-	 * waiter (or a dozer holds it: DOZE).  seq_cst everywhere. */
+	/* 1: the doorbell has been rung (written, or being written under
+	 * dblock) and its event not yet taken by a waiter.  Nothing else:
+	 * neither a doze nor a nap holds it (DOZE, NAP).  seq_cst
+	 * everywhere. */
 	_Alignas(UEPOLL_CACHELINE) _Atomic int set;
 	/* Threads inside a sleep (bell_sleep_begin..end, a doze, a FIFO
 	 * follower).  seq_cst. */
@@ -52,15 +68,21 @@ struct bell {
 	_Atomic int nappers;
 	/* NAP's futex word: raised by every wake of a napper. */
 	_Atomic uint32_t nap;
-	/* Batching waits dozing (DOZE), and how many more events end their
-	 * doze (0: none is counted). */
+	/* 1: a ring woke a napper and no napper has come back since: rings
+	 * for nappers stop here, as rings of the doorbell stop at `set`
+	 * (NAP).  seq_cst. */
+	_Atomic int napped;
+	/* Batching waits dozing (DOZE: while > 0, an unwatched instance's
+	 * kicks ring nobody), and how many more events end their doze (0:
+	 * none is counted). */
 	_Atomic int dozers;
 	_Atomic int want;
 	/* How many of our instances hold this one (WATCHED).  Relaxed: read
 	 * on every signal (seq_cst where NOPOLL decides not to ring). */
 	_Atomic int watched;
-	/* A kernel epoll holds it edge-triggered, or may (counted once in
-	 * bell__nedge, for good: bell_held_edge_outside). */
+	/* A kernel epoll may hold it edge-triggered without our seeing it (a
+	 * fork shared its kernel epoll): counted once in bell__nedge, for
+	 * good (bell_held_edge_outside). */
 	_Atomic bool xedge;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
@@ -86,23 +108,31 @@ void bell_fork_child(struct bell *b);
 
 /* --- signalers --- */
 
-/* Ring the doorbell unless it is rung already (DOORBELL).  Inline: the
- * signal path and every wait that leaves items queued come here. */
-void bell__nap_ring(struct bell *b);
+/* Kick's slow half (bell.c): the doorbell is not rung, or a napper may want
+ * the ring. */
+void bell__kick(struct bell *b);
+/* Ring the doorbell unless it is rung already (DOORBELL), or wake a napper
+ * instead (NAP), or nobody while a batching wait dozes (DOZE).  Inline: the
+ * signal path and every wait that leaves items queued come here, and
+ * while the doorbell is rung (the steady state of a busy instance) this is
+ * two loads. */
 static inline void bell_kick(struct bell *b)
 {
-	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0) {
-		/* NAP: seq_cst load after the exchange, against a napper's
-		 * count then reset of `set`. */
-		if (atomic_load(&b->nopoll) && atomic_load(&b->nappers) > 0)
-			bell__nap_ring(b);
-		else
-			sys_eventfd_signal(b->fd);
-	}
+	/* seq_cst loads after the caller's enqueue: against a waiter's store
+	 * of `set` = 0 then look (DOORBELL), a napper's count then look
+	 * (NAP). */
+	if (atomic_load(&b->set) == 0 || atomic_load(&b->nappers) > 0)
+		bell__kick(b);
 }
 
-/* Ring whatever `set` says (a dozer holds it at 1: DOZE). */
+/* Write the doorbell whatever `set` says, with `set` = 1 (a watched
+ * instance's ring per event: WATCHED).  Takes dblock. */
 void bell_ring(struct bell *b);
+/* Write the doorbell unless it is rung already (with `set` 0 -> 1); never
+ * a napper's futex instead, whoever dozes (a watched instance's holders
+ * and a dozer's wakeup look at the doorbell).  Takes dblock when it
+ * writes. */
+void bell__ring_idle(struct bell *b);
 
 /* Does a source's event need the doorbell?  Always, unless the instance is
  * NOPOLL: then only while a thread sleeps (or dozes, or follows in a FIFO
@@ -127,26 +157,28 @@ static inline bool bell_wanted(struct bell *b, bool fair)
  * instance rings on every event.  seq_cst. */
 extern _Atomic int bell__nedge;
 
-/* Write the doorbell unless it is rung already, never a napper's futex
- * instead (a watched instance's holders look at the doorbell). */
+/* Write the doorbell unless it is rung already (a watched instance's
+ * holders look at the doorbell, never at a napper's futex). */
 static inline void bell__kick_db(struct bell *b)
 {
-	if (atomic_load(&b->set) == 0 && atomic_exchange(&b->set, 1) == 0)
-		sys_eventfd_signal(b->fd);
+	/* seq_cst, after the enqueue: against a take's store of `set` = 0
+	 * then look (bell_clear). */
+	if (atomic_load(&b->set) == 0)
+		bell__ring_idle(b);
 }
 
 /* A source's event reached the instance: ring unless rung; while watched
- * and an edge-triggered holder exists anywhere (or dozed on), every time
- * (WATCHED); NOPOLL: only if wanted. */
+ * and an edge-triggered holder exists anywhere, every time (WATCHED);
+ * NOPOLL: only if wanted. */
 static inline void bell_kick_edge(struct bell *b, bool fair)
 {
 	if (atomic_load_explicit(&b->watched, memory_order_relaxed)) {
-		/* seq_cst loads after the enqueue: a level-triggered holder
+		/* seq_cst load after the enqueue: a level-triggered holder
 		 * needs the fd readable, which a rung doorbell keeps it
-		 * (WATCHED: `set` == 1 only while its event is in the
-		 * eventfd, or about to be); a dozer holds `set` at 1 with
-		 * no event behind it (DOZE). */
-		if (atomic_load(&bell__nedge) || atomic_load(&b->dozers))
+		 * (WATCHED: `set` == 1 only while its write is in the
+		 * eventfd, or being made); an edge-triggered one a write per
+		 * event. */
+		if (atomic_load(&bell__nedge))
 			bell_ring(b);
 		else
 			bell__kick_db(b);
@@ -154,14 +186,16 @@ static inline void bell_kick_edge(struct bell *b, bool fair)
 		bell_kick(b);
 }
 
-/* QUIET: would bell_kick_edge write the doorbell now (the instance not
- * watched, the ring wanted, `set` 0)?  Then the signaler first looks at its
- * item's source, and rings only if it shows something (QUIET in bell.c).
- * seq_cst loads after the enqueue, as bell_kick's. */
+/* QUIET: would bell_kick_edge make a system call now (the instance not
+ * watched, the ring wanted, the doorbell not rung or a napper there)?
+ * Then the signaler first looks at its item's source, and rings only if
+ * it shows something (QUIET in bell.c).  seq_cst loads after the enqueue,
+ * as bell_kick's. */
 static inline bool bell_would_ring(struct bell *b, bool fair)
 {
 	return !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
-	       bell_wanted(b, fair) && atomic_load(&b->set) == 0;
+	       bell_wanted(b, fair) &&
+	       (atomic_load(&b->set) == 0 || atomic_load(&b->nappers) > 0);
 }
 
 void bell__dozer_event(struct bell *b, uint32_t ev, bool queued);
@@ -175,11 +209,13 @@ static inline void bell_dozer_event(struct bell *b, uint32_t ev, bool queued)
 
 /* A coalescing source queued an item without ringing (its ring is deferred
  * to a timer, wq.h): must the timer ring?  (After the enqueue; fair: as
- * bell_wanted's.) */
+ * bell_wanted's; a napper is woken whatever `set` says, as bell_kick.) */
 static inline bool bell_defer(struct bell *b, bool fair)
 {
 	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
-	       (atomic_load(&b->set) == 0 && bell_wanted(b, fair));
+	       ((atomic_load(&b->set) == 0 ||
+		 atomic_load(&b->nappers) > 0) &&
+		bell_wanted(b, fair));
 }
 
 /* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts (ends the walk of
@@ -236,28 +272,40 @@ static inline bool bell_exact(struct bell *b)
 	       atomic_load_explicit(&b->watched, memory_order_relaxed);
 }
 
-/* A wait took the doorbell's event from the kernel epoll (DOORBELL). */
-static inline void bell_took(struct bell *b)
+void bell__retake(struct bell *b, struct readyq *q);
+/* A wait took the doorbell's event from the kernel epoll (DOORBELL); q: the
+ * instance's ready queue, which the caller harvests next. */
+static inline void bell_took(struct bell *b, struct readyq *q)
 {
 	/* An edge-triggered doorbell's event is consumed by being taken
 	 * (stored before anything else can return: a stale set == 1 would
 	 * strand every sleeper); a level-triggered one stays until
-	 * bell_clear. */
-	if (!atomic_load(&b->lt))
+	 * bell_clear.  No write can be on its way (a ring writes only from
+	 * `set` 0, whose event this is), so no dblock. */
+	if (!atomic_load(&b->lt)) {
 		atomic_store(&b->set, 0);
+		/* seq_cst, after the store: against bell_watch's store of lt
+		 * then take.  Turned level-triggered since the first load,
+		 * the store may have hidden a ring made for a holder: take
+		 * the doorbell properly (WATCHED). */
+		if (unlikely(atomic_load(&b->lt)))
+			bell__retake(b, q);
+	}
 }
 
-/* Forget a stale doorbell (zero the eventfd), ringing again if items are
- * queued: the kernel epoll is then readable only for what is there. */
+/* Forget a stale doorbell (zero the eventfd, under dblock), ringing again
+ * if items are queued: the kernel epoll is then readable only for what is
+ * there.  No system call when the doorbell is not rung. */
 void bell_clear(struct bell *b, struct readyq *q);
 /* Count the caller as a sleeper, then re-check the queue: false (not
  * counted) if items are queued, else the caller may sleep in the kernel
  * epoll and must call bell_sleep_end after (DOORBELL). */
 bool bell_sleep_begin(struct bell *b, struct readyq *q);
 void bell_sleep_end(struct bell *b);
-/* A batching wait dozes until `want` more events (DOZE); blind: the doorbell
- * is read empty first (the caller polls it alone).  Always pair with
- * bell_doze_end. */
+/* A batching wait dozes until `want` more events (DOZE): counted in
+ * `dozers`, which holds an unwatched instance's kicks (`set` is not
+ * touched); blind: the doorbell is taken first, read empty under dblock
+ * (the caller polls it alone).  Always pair with bell_doze_end. */
 void bell_doze_begin(struct bell *b, int want, bool blind);
 void bell_doze_end(struct bell *b, struct readyq *q);
 /* A wait is about to return with items still queued: ring so that a sleeper
@@ -269,7 +317,7 @@ void bell_settle(struct bell *b, bool slept, bool fair);
 /* NAP: a sleeping wait on a NOPOLL instance that has no kernel fds, no
  * watcher and no signal mask to apply sleeps on a futex word instead of in
  * the kernel epoll.  bell_nap_begin counts the caller as a sleeper and a
- * napper, takes a stale doorbell and re-checks the queue: 1 it may nap
+ * napper, takes `napped` (never `set`) and re-checks the queue: 1 it may nap
  * (*seq: the word's value to nap on; the caller then checks that the
  * instance still has no kernel fd, and calls bell_nap_end either way; pass:
  * it leaves without collecting, EINTR or cancelled), 0
@@ -310,9 +358,22 @@ static inline void bell_watch_edge(int delta)
 {
 	atomic_fetch_add(&bell__nedge, delta);
 }
-/* A kernel epoll holds the instance edge-triggered (a uepoll_ctl into a
- * kernel epoll, before the kernel call: port__polled), or may from now on
- * without our seeing it (its kernel epoll is about to be shared by a fork):
+/* A kernel epoll is to hold the instance edge-triggered (a uepoll_ctl into
+ * a kernel epoll, before the kernel call: port__polled): the instance is
+ * watched, edge-triggered, from now on, as if a uepoll instance held it so
+ * (its fd exact, a ring per event: WATCHED); bell_hold_end, after the
+ * call, keeps it so until bell_unhold if the call made the registration
+ * (made), else ends it (unless another such hold stands).  epfd, data, q:
+ * as bell_watch's. */
+void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
+		     struct readyq *q);
+void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+		   bool made);
+/* The instance is being released (its kernel epoll closed, and with it
+ * every kernel registration of it): a kernel epoll's hold ends. */
+void bell_unhold(struct bell *b);
+/* A kernel epoll may hold the instance edge-triggered from now on without
+ * our seeing it (its kernel epoll is about to be shared by a fork):
  * watched instances ring on every event, from now on (WATCHED). */
 static inline void bell_held_edge_outside(struct bell *b)
 {

@@ -1941,11 +1941,14 @@ static void uefd__flags_set(struct uobj *o, int fl)
 }
 
 /* (ctl and wait: the kernel's answer for an eventfd, EINVAL.) */
-static void uefd__polled(struct uobj *o, uint32_t events)
+static bool uefd__polled(struct uobj *o, uint32_t events)
 {
+	/* Sticky whatever the kernel answers: a failed call costs only the
+	 * edges' writes of 0 (kedge). */
 	if (events & EPOLLET)
 		uefd_kedge((struct uefd *)o);
 	uefd_watched_outside((struct uefd *)o);
+	return false;
 }
 
 const struct uobj_ops uefd_ops = {

@@ -57,6 +57,10 @@
  *                    then the inner instance's wlock
  *   wq->lock         a source's watchers (wq.c, eventfd.c)
  *   rq->lock         an instance's ready queue, consumer side (readyq.c)
+ *   bell.dblock      an instance's doorbell system call with its `set`
+ *                    (bell.c); taken under any of the above but rq->lock
+ *                    (the signal path holds wq->lock, bell_watch wlock),
+ *                    or alone (waits); takes nothing inside
  *
  * No path holds two locks of one class.  Nothing is taken inside rq->lock.
  * A closing source, which must take port->mtx while it finds items through

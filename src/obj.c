@@ -412,15 +412,32 @@ void uobj_forget(int fd)
 	}
 }
 
-void uobj_polled(int fd, uint32_t events)
+struct uobj *uobj_polled_ctl(int fd, uint32_t events)
 {
 	struct uobj *o = fdtab_get(fd);
 
-	if (o) {
-		if (uobj__ops[o->type]->polled)
-			uobj__ops[o->type]->polled(o, events);
+	if (o && uobj__ops[o->type]->polled &&
+	    uobj__ops[o->type]->polled(o, events))
+		return o; /* the call's reference goes to polled_end */
+	if (o)
 		uobj_put(o);
-	}
+	return NULL;
+}
+
+void uobj_polled_end(struct uobj *o, bool made)
+{
+	uobj__ops[o->type]->polled_end(o, made);
+	uobj_put(o);
+}
+
+void uobj_polled(int fd, uint32_t events)
+{
+	struct uobj *o = uobj_polled_ctl(fd, events);
+
+	/* No kernel call follows: a hold (none begins without EPOLLET)
+	 * stands. */
+	if (o)
+		uobj_polled_end(o, true);
 }
 
 void uobj_flags_set(struct uobj *o, int fl)

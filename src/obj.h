@@ -111,8 +111,13 @@ struct uobj_ops {
 	 * a kernel epoll): its readiness must be exact from now on
 	 * (UEPOLL_NOPOLL, UEVENTFD_NOPOLL end).  events: a kernel epoll's
 	 * registration (EPOLLET: a ueventfd owes it an edge per write), else
-	 * 0.  May be NULL. */
-	void (*polled)(struct uobj *o, uint32_t events);
+	 * 0.  May be NULL.  Returns true when it began a hold that the
+	 * kernel's call is to make (an instance held EPOLLET: WATCHED in
+	 * bell.c), which polled_end then ends or keeps. */
+	bool (*polled)(struct uobj *o, uint32_t events);
+	/* After the kernel's call that polled announced: made, or refused
+	 * (the hold ends). */
+	void (*polled_end)(struct uobj *o, bool made);
 };
 
 /* The table of o's type (set once, when its memory was first carved). */
@@ -166,9 +171,14 @@ void uobj_put(struct uobj *o);
  * Calls in flight on it finish on its private fd. */
 void uobj_forget(int fd);
 /* fd's object, if any, is polled from outside uepoll's calls (the preload
- * layer's poll/select wrappers, a ctl into a kernel epoll, with its events):
- * ops->polled. */
+ * layer's poll/select wrappers, with events 0): ops->polled. */
 void uobj_polled(int fd, uint32_t events);
+/* The same before a ctl of fd into a kernel epoll, with its events:
+ * returns the object, with a reference, if it began a hold that the
+ * kernel's call makes (then call uobj_polled_end with the call's outcome),
+ * else NULL. */
+struct uobj *uobj_polled_ctl(int fd, uint32_t events);
+void uobj_polled_end(struct uobj *o, bool made);
 /* The same for object o (the caller holds a reference), if fd still leads
  * to it. */
 void uobj_unpublish(int fd, struct uobj *o);

@@ -662,6 +662,8 @@ static void port__release(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
+	/* A kernel epoll's hold ends with our kernel epoll's file (WATCHED). */
+	bell_unhold(&p->bell);
 	lock_take(&p->mtx);
 	while (!list_empty(&p->items)) {
 		struct item *it = container_of(p->items.next, struct item,
@@ -741,16 +743,29 @@ static int port__wait_op(struct uobj *o, struct epoll_event *evs, int max,
 }
 
 /* (read and write: the kernel's answer for an epoll, EINVAL.) */
-static void port__polled(struct uobj *o, uint32_t events)
+static bool port__polled(struct uobj *o, uint32_t events)
 {
 	struct port *p = (struct port *)o;
 
-	/* A kernel epoll holding it edge-triggered: while watched, it rings
-	 * on every event for it too (WATCHED in bell.c), from before the
-	 * kernel's ADD or MOD. */
+	/* A kernel epoll holding it edge-triggered: watched by it, as by a
+	 * uepoll instance that holds it so (a ring per event, its fd exact:
+	 * WATCHED in bell.c), from before the kernel's ADD or MOD, and for
+	 * good if the call makes the registration (port__polled_end).  Held
+	 * level-triggered, or polled, it needs only the doorbell's level,
+	 * which DOORBELL keeps (a stale ring at most: uepoll(7)). */
 	if (events & EPOLLET)
-		bell_held_edge_outside(&p->bell);
+		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
+				&p->rq);
 	bell_polled_outside(&p->bell, &p->rq);
+	return events & EPOLLET;
+}
+
+static void port__polled_end(struct uobj *o, bool made)
+{
+	struct port *p = (struct port *)o;
+
+	bell_hold_end(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq,
+		      made);
 }
 
 const struct uobj_ops port_ops = {
@@ -762,4 +777,5 @@ const struct uobj_ops port_ops = {
 	.fork_prepare = port__fork_prepare,
 	.fork_child = port__fork_child,
 	.polled = port__polled,
+	.polled_end = port__polled_end,
 };

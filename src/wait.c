@@ -124,7 +124,7 @@ again:
 	for (i = k, end = k + r; i < end; i++) {
 		if (evs[i].data.u64 == me) {
 			*db = true;
-			bell_took(&p->bell);
+			bell_took(&p->bell, &p->rq);
 			continue;
 		}
 		if (recs && (n = krec_of(p, evs[i].data.u64, &v))) {
@@ -471,8 +471,8 @@ static void wait__undoze(void *arg)
 
 /*
  * A batching wait with its window open sleeps through ordinary events until
- * `until`: it holds the doorbell rung, so that a signal neither makes a
- * system call nor wakes anyone, and counts itself a dozer, so that an urgent
+ * `until`: it counts itself a dozer, which holds the instance's kicks, so
+ * that a signal neither makes a system call nor wakes anyone, and an urgent
  * item or the event that makes `want` rings anyway (DOZE in bell.c).  Kernel
  * fds still wake it (they reach the kernel epoll directly), except in `blind`
  * mode, when a level-triggered kernel fd the batch holds keeps the kernel

@@ -110,7 +110,8 @@ static void costs(void)
 	CHECK_EQ(counted_writes(e), 1);
 	drain(mid, in, e, 1);
 	/* A kernel epoll holding it edge-triggered: a ring per event from
-	 * then on, for good. */
+	 * then on, until in is released (a DEL or a close of the kernel epoll
+	 * is not seen; t_nest_kernel_et counts the release). */
 	CHECK_EQ(uepoll_ctl(kep, EPOLL_CTL_ADD, in, &ev), 0);
 	CHECK_EQ(counted_writes(e), K);
 	drain(mid, in, e, 1);

@@ -20,8 +20,10 @@
  *  (g) demotion while a thread naps: it moves, and a write wakes it;
  *  (h) cancellation in a nap leaves no napper counted: a later write with
  *      nobody asleep makes no system call;
- *  (j) a stale doorbell left by NOPOLL is taken by a napper;
+ *  (j) a stale doorbell left by NOPOLL does not stop a napper's ring;
  *  (k) naps and sigmask waits in turn on one instance are all woken;
+ *  (n) two nappers: a write wakes one, which returns for good; the next
+ *      write wakes the other (the first gave `napped` back);
  *  (l) a NOPOLL instance and ueventfd put into a kernel epoll become exact
  *      at once (UNNOPOLL), a napper included;
  *  (m) a fork while a thread naps moves it into the kernel epoll, and a
@@ -369,8 +371,9 @@ static void case_cancel(void)
 
 /* (j) A NOPOLL instance is left with a stale doorbell (`set` still 1: rung
  * while watched, then let go, its event read away by a zero-timeout wait,
- * which a NOPOLL instance does not clear after): a napper must take it, or
- * the next write, seeing the doorbell rung, rings nobody. */
+ * which a NOPOLL instance does not clear after): a napper's ring goes by
+ * `napped`, not `set`, or the next write, seeing the doorbell rung, would
+ * ring nobody. */
 static void case_stale(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 5 }, out[2];
@@ -398,8 +401,8 @@ static void case_stale(void)
 	uepoll_close(ep);
 }
 
-/* (k) Naps and a wait with a sigmask, in turn: the napper woken by a ring
- * (which wrote no doorbell) must give `set` back, or the next ring, seeing
+/* (k) Naps and a wait with a sigmask, in turn: a ring that woke a napper
+ * (and wrote no doorbell) must leave `set` alone, or the next ring, seeing
  * it 1, skips the doorbell the sigmask wait sleeps on. */
 static void case_mixed(void)
 {
@@ -534,6 +537,46 @@ static void case_fork(void)
 	uepoll_close(ep);
 }
 
+/* (n) Two nappers.  A write wakes one (`napped` = 1: later rings for
+ * nappers stop there until a napper comes back); the source is
+ * edge-triggered, so that one takes the event and leaves nothing queued,
+ * and returns for good.  The next write must wake the other: the first
+ * gave `napped` back on its way out of the nap. */
+static void case_pair(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 3 };
+	struct waiter w[2];
+	int ep, e, first = -1;
+	uint64_t v, t0;
+
+	fprintf(stderr, "-- pair\n");
+	ep = nopoll_instance();
+	e = ueventfd(0, EFD_NONBLOCK | UEVENTFD_NOPOLL);
+	REQUIRE(e >= 0);
+	REQUIRE(uepoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	CHECK(in_nap(waiter_start(&w[0], ep, 10000, NULL)));
+	CHECK(in_nap(waiter_start(&w[1], ep, 10000, NULL)));
+	put(e);
+	/* Whichever was woken (a watchdog, not a time that decides). */
+	t0 = t_now_ns();
+	while (first < 0 && t_now_ns() - t0 < 5000000000ull) {
+		for (int i = 0; i < 2 && first < 0; i++)
+			if (pthread_tryjoin_np(w[i].th, NULL) == 0)
+				first = i;
+		if (first < 0)
+			sched_yield();
+	}
+	REQUIRE(first >= 0);
+	CHECK_EQ(w[first].r, 1);
+	REQUIRE(uepoll_read(e, &v, 8) == 8);
+	put(e);
+	waiter_join(&w[!first]);
+	CHECK_EQ(w[!first].r, 1);
+	CHECK_EQ(w[!first].ev[0].data.u64, 3);
+	uepoll_close(e);
+	uepoll_close(ep);
+}
+
 /* (i) */
 #define NWRITERS 2
 #define NWAITERS 3
@@ -628,6 +671,7 @@ int main(void)
 	case_cancel();
 	case_stale();
 	case_mixed();
+	case_pair();
 	case_polled();
 	case_fork();
 	case_stress();
