@@ -457,26 +457,35 @@ static bool uefd__settle(struct uefd *e, bool defer)
 			if (defer && have == 0)
 				return wrote;
 			if (want == 2) {
-				/* Dekker with a bypass's raise (uefd__xraise):
-				 * it sees `filling`, or this sees it; with
-				 * none raising, none begins: the value read
-				 * now is filled exactly.  With one, only
-				 * readable; the bypass settles after it. */
-				atomic_store(&e->sh->filling, 1);
-				if (atomic_load(&e->sh->braise)) {
-					if (have == 0) {
-						sys_eventfd_add(e->obj.kfd, 1);
-						atomic_store(&e->sh->kunits, 1);
-						wrote = true;
-					}
-					atomic_store(&e->sh->filling, 0);
+				/* FILL (BYPASS): never past the maximum (a
+				 * write(2) past it blocks), whatever bypasses
+				 * raise meanwhile (uefd__xraise: a unit each,
+				 * on a look that found the fd not readable):
+				 * none in flight, none begun since before the
+				 * value is read, in two steps, so that a raise
+				 * that begins after the first finds the fd
+				 * readable and writes nothing.  Else the fill
+				 * is the bypass's settle's (too writable
+				 * meanwhile).  seq_cst loads of braise: against
+				 * its RMW before the raise's look. */
+				uint64_t b = atomic_load(&e->sh->braise);
+
+				if (b & UEFD_BRAISE_NOW)
 					return wrote;
-				}
 				k = uefd__kernel_value(e);
-				if (k < UEFD_MAX)
-					sys_eventfd_add(e->obj.kfd, UEFD_MAX - k);
+				if (atomic_load(&e->sh->braise) != b)
+					continue;
+				if (k < UEFD_MAX - 1) {
+					sys_eventfd_add(e->obj.kfd,
+							UEFD_MAX - 1 - k);
+					wrote = true;
+				}
+				atomic_store(&e->sh->kunits, UEFD_MAX - 1);
+				if (atomic_load(&e->sh->braise) != b)
+					return wrote;
+				if (sys_poll_now(e->obj.kfd, POLLOUT) & POLLOUT)
+					sys_eventfd_add(e->obj.kfd, 1);
 				atomic_store(&e->sh->kunits, UEFD_MAX);
-				atomic_store(&e->sh->filling, 0);
 				wrote = true;
 				continue;
 			}
@@ -596,30 +605,38 @@ static void uefd__xrepair(struct uefd *e)
 	moved = uefd__xmove(e, &from) && from == 0;
 	if (uefd__settle(e, false) || moved)
 		uefd__xwake(e); /* what the dead one owed */
-	pthread_mutex_consistent(&e->sh->xm);
+	sys_xm_consistent(&e->sh->xm);
 }
+
+/* BYPASS: how long a locker waits for a holder that is not seen stopped
+ * before it bypasses it anyway: a holder is between two system calls, so a
+ * longer hold means it cannot run (a signal handler of its thread that
+ * blocks, a stop that /proc cannot show: another PID namespace, no /proc),
+ * or is preempted for long; bypassing a holder that runs is correct too. */
+#define UEFD_XWAIT_MS 2
+#define UEFD_XWAITS 2
 
 /*
  * Take xm (UEFD_XLOCKED), or answer UEFD_XBYPASS: this thread is inside one
  * of our locks (a signal handler, xm's own holder included: it must not
- * call into the mutex), or, with `bypass`, xm's holder is stopped (BYPASS,
- * below).  A live holder is waited for: it is between two system calls.  A
- * dead one was released by the kernel (ROBUST).  Whether the holder is
- * stopped is asked once a short spin has passed, then every 2 ms.
+ * call into the mutex), or, with `bypass`, xm's holder is stopped (asked in
+ * /proc once a short spin has passed, then every UEFD_XWAIT_MS) or has not
+ * let go within UEFD_XWAITS such waits (BYPASS, below).  A dead holder was
+ * released by the kernel (ROBUST).  Without `bypass` (a demotion, a share)
+ * the holder is waited for, however long.
  */
 static int uefd__xlock(struct uefd *e, bool bypass)
 {
 	pthread_mutex_t *m = &e->sh->xm;
 	bool spun = false;
-	struct timespec ts;
+	int r, waits = 0;
 	uint32_t o;
-	int r;
 
 	if (lock_held_here())
 		return UEFD_XBYPASS;
 	lock_leaf_enter();
 	for (;;) {
-		r = pthread_mutex_trylock(m);
+		r = sys_xm_trylock(m);
 		if (r == EBUSY) {
 			o = uefd__xowner(e);
 			if (!spun && o) {
@@ -627,19 +644,16 @@ static int uefd__xlock(struct uefd *e, bool bypass)
 				if (uefd__xspin(e, o))
 					continue;
 			}
-			if (bypass && o && sys_thread_stopped(o)) {
+			if (bypass && (waits >= UEFD_XWAITS ||
+				       (o && sys_thread_stopped(o)))) {
 				lock_leaf_leave();
 				return UEFD_XBYPASS;
 			}
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += 2000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
-			r = pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &ts);
-			if (r == ETIMEDOUT)
+			r = sys_xm_lock_ms(m, UEFD_XWAIT_MS);
+			if (r == ETIMEDOUT) {
+				waits++;
 				continue;
+			}
 		}
 		if (r == EOWNERDEAD) {
 			uefd__xrepair(e);
@@ -656,7 +670,7 @@ static int uefd__xlock(struct uefd *e, bool bypass)
 
 static void uefd__xunlock(struct uefd *e)
 {
-	pthread_mutex_unlock(&e->sh->xm);
+	sys_xm_unlock(&e->sh->xm);
 	lock_leaf_leave();
 	/* A change made without the lock while this thread held it (BYPASS):
 	 * settle again, on the kernel fd's true value. */
@@ -736,20 +750,22 @@ static void uefd__xowe(struct uefd *e);
  * there, leaves the fd not readable over a non-zero counter until the next
  * operation's settle (the next lock repairs a dead holder's: ROBUST).
  */
-/* BYPASS: make the kernel fd readable if it is not.  A holder about to
- * fill it (`filling`) makes it readable itself: seq_cst, Dekker with its
- * store of `filling` then load of `braise` (uefd__settle), so that the two
- * never both write and pass the maximum (a write(2) that would, blocks). */
+/* BYPASS: make the kernel fd readable if it is not.  Counted in braise
+ * from before the look to after the write (FILL in uefd__settle: a holder
+ * fills only while none is counted and none began since it read the
+ * value); `recheck` stored before the uncount, so that a fill this left
+ * undone is owed to the next settle. */
 static bool uefd__xraise(struct uefd *e)
 {
 	bool w = false;
 
-	atomic_fetch_add(&e->sh->braise, 1);
-	if (!atomic_load(&e->sh->filling) &&
-	    !(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
+	/* seq_cst RMW before the look: against the holder's loads. */
+	atomic_fetch_add(&e->sh->braise, UEFD_BRAISE_ONE);
+	if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
 		sys_eventfd_add(e->obj.kfd, 1);
 		w = true;
 	}
+	atomic_store(&e->sh->recheck, 1);
 	atomic_fetch_sub(&e->sh->braise, 1);
 	return w;
 }
@@ -1155,7 +1171,7 @@ static void uefd__xowe(struct uefd *e)
 		return;
 	}
 	lock_leaf_enter();
-	r = pthread_mutex_trylock(&e->sh->xm);
+	r = sys_xm_trylock(&e->sh->xm);
 	if (r == EOWNERDEAD) {
 		uefd__xrepair(e);
 		r = 0;

@@ -23,6 +23,9 @@
 /* DEMOTE (eventfd.c): the counter's value once it has been carried over to
  * the kernel fd (a counter never holds it: its maximum is UEFD_MAX). */
 #define UEFD_GONE UINT64_MAX
+/* In uefd_ctr.braise: one raise begun and in flight; those in flight. */
+#define UEFD_BRAISE_ONE ((UINT64_C(1) << 32) | 1)
+#define UEFD_BRAISE_NOW UINT64_C(0xffffffff)
 enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
 
 /*
@@ -77,10 +80,7 @@ struct uefd_ctr {
 	 * the next settle under `xm` reads the kernel fd's true value first
 	 * (BYPASS in eventfd.c). */
 	_Atomic uint32_t recheck;
-	/* SHARED BYPASS: bypasses about to make the kernel fd readable
-	 * (Dekker with `filling`, line 2, which a holder about to fill it to
-	 * the maximum stores). */
-	_Atomic uint32_t braise;
+	uint32_t pad1_;
 	/* SHARED: 1 while uefd_share makes the watchers kernel registrations,
 	 * 2 once they are (futex word: a ctl waits for 2). */
 	_Atomic uint32_t kwatch;
@@ -109,8 +109,11 @@ struct uefd_ctr {
 	 * (the kernel's robust-futex ABI): whether that thread is stopped is
 	 * asked in /proc (BYPASS). */
 	pthread_mutex_t xm;
-	_Atomic uint32_t filling;
-	char pad2_[128 - sizeof(pthread_mutex_t) - 4];
+	/* SHARED BYPASS: raises of the kernel fd by bypasses: in flight (the
+	 * low half, UEFD_BRAISE_NOW) and ever begun (the high half), for a
+	 * holder's FILL (eventfd.c). */
+	_Atomic uint64_t braise;
+	char pad2_[128 - sizeof(pthread_mutex_t) - 8];
 };
 _Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "four cache lines");
 _Static_assert(offsetof(struct uefd_ctr, xm) == 128, "hot lines first");

@@ -179,6 +179,76 @@ static int sys__tsan_end(long r, const sigset_t *old, int ct)
 }
 #endif
 
+/*
+ * A robust, process-shared mutex (SHARED's xm in eventfd.c).  The
+ * ThreadSanitizer build calls libc's functions directly, past the runtime's
+ * interceptors: its record of a mutex is each process's own copy after a
+ * fork, so it would report the unlock of a mutex another process locked,
+ * or a lock by a thread of the parent's that the child does not have
+ * (everything xm protects is atomic: it needs none of the runtime's
+ * happens-before).
+ */
+#ifdef SYS__TSAN
+static struct {
+	int (*trylock)(pthread_mutex_t *);
+	int (*clocklock)(pthread_mutex_t *, clockid_t,
+			 const struct timespec *);
+	int (*unlock)(pthread_mutex_t *);
+	int (*consistent)(pthread_mutex_t *);
+} sys__xm;
+
+__attribute__((constructor)) static void sys__xm_bind(void)
+{
+	sys__xm.trylock = (int (*)(pthread_mutex_t *))dlsym(
+		RTLD_NEXT, "pthread_mutex_trylock");
+	sys__xm.clocklock = (int (*)(pthread_mutex_t *, clockid_t,
+				     const struct timespec *))dlsym(
+		RTLD_NEXT, "pthread_mutex_clocklock");
+	sys__xm.unlock = (int (*)(pthread_mutex_t *))dlsym(
+		RTLD_NEXT, "pthread_mutex_unlock");
+	sys__xm.consistent = (int (*)(pthread_mutex_t *))dlsym(
+		RTLD_NEXT, "pthread_mutex_consistent");
+	if (!sys__xm.trylock || !sys__xm.clocklock || !sys__xm.unlock ||
+	    !sys__xm.consistent) {
+		sys__xm.trylock = pthread_mutex_trylock;
+		sys__xm.clocklock = pthread_mutex_clocklock;
+		sys__xm.unlock = pthread_mutex_unlock;
+		sys__xm.consistent = pthread_mutex_consistent;
+	}
+}
+#define SYS__XM(f) sys__xm.f
+#else
+#define SYS__XM(f) pthread_mutex_##f
+#endif
+
+int sys_xm_trylock(pthread_mutex_t *m)
+{
+	return SYS__XM(trylock)(m);
+}
+
+int sys_xm_lock_ms(pthread_mutex_t *m, int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += (long)ms * 1000000;
+	while (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return SYS__XM(clocklock)(m, CLOCK_MONOTONIC, &ts);
+}
+
+void sys_xm_unlock(pthread_mutex_t *m)
+{
+	(void)SYS__XM(unlock)(m);
+}
+
+void sys_xm_consistent(pthread_mutex_t *m)
+{
+	(void)SYS__XM(consistent)(m);
+}
+
 int sys_epoll_sleep(int epfd, struct epoll_event *evs, int max,
 		    const struct timespec *timeout, const sigset_t *sigmask)
 {

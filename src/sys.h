@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/types.h>
+#include <pthread.h>
 #include <time.h>
 
 int sys_epoll_create1(int flags);
@@ -107,6 +108,13 @@ int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns);
 void sys_futex_xwake(void *addr, int n);
 /* This thread's id. */
 long sys_gettid(void);
+/* A robust, process-shared mutex (SHARED in eventfd.c): trylock; lock
+ * within ms milliseconds (ETIMEDOUT); both may answer EOWNERDEAD.  Unseen
+ * by ThreadSanitizer (sys.c says why). */
+int sys_xm_trylock(pthread_mutex_t *m);
+int sys_xm_lock_ms(pthread_mutex_t *m, int ms);
+void sys_xm_unlock(pthread_mutex_t *m);
+void sys_xm_consistent(pthread_mutex_t *m);
 /* Is thread id t stopped (SIGSTOP, job control, a debugger: /proc's 'T'
  * or 't')?  Async-signal-safe. */
 bool sys_thread_stopped(uint32_t t);

@@ -263,8 +263,15 @@ int main(void)
 			for (int w = 0; w < 2; w++)
 				for (int rs = 0; rs < 2; rs++) {
 					/* (ThreadSanitizer delays the
-					 * handler past the call's end.) */
-					if (IS_TSAN && !rs)
+					 * handler past the call's end; and
+					 * a default ueventfd's reader waits
+					 * in ppoll there, which no handler
+					 * restarts: THREADSANITIZER in
+					 * src/sys.c.) */
+					if (IS_TSAN && (!rs ||
+							(!SYS[i].kernel &&
+							 k == K_DEFAULT &&
+							 !w)))
 						continue;
 					case_signal(&SYS[i], k, w, rs);
 				}

@@ -6,9 +6,14 @@
  * for another: a zombie's or a stopped process's included.
  *
  * A child loops on a shared ueventfd (EFD_NONBLOCK), each operation a
- * change of class: write 1 (0 -> 1), read (1 -> 0).  Rounds, each after a
- * random delay of 0-2 ms ($UEPOLL_TEST_SEED replays them):
- *  stopped: the parent SIGSTOPs the child and waits until it is stopped;
+ * change of class: write 1 (0 -> 1; in "filling" rounds the write of the
+ * maximum, 0 -> full), read (-> 0).  Rounds, each after a random delay of
+ * 0-2 ms ($UEPOLL_TEST_SEED replays them):
+ *  stopped: the parent SIGSTOPs the child and waits until it is stopped
+ *           (filling: the stop may find it between the steps of a fill);
+ *  handler: a signal handler of the child tells the parent it runs, then
+ *           waits for the parent: its thread, maybe inside the lock, runs
+ *           no further until the checks are done (issue 32's attack);
  *  zombie:  the parent SIGKILLs it and waits until it is dead, without
  *           reaping it (waitid WNOWAIT): the child stays a zombie;
  * then, every step under a watchdog (a hang fails, naming the step):
@@ -20,8 +25,8 @@
  *  4. a non-blocking read then says EAGAIN, and does not wait;
  *  5. a thread blocked in read is woken by a write of 3 with the 3 (plus
  *     at most the child's unit).
- * Then the stopped child is continued (the next round stops it again) and
- * a zombie is reaped (the next round forks a new child).  At the end the
+ * Then the stopped child is continued (the next round stops it again), the
+ * handler released, and a zombie reaped (the next round forks a new child).  At the end the
  * counter is drained and poll() says not readable.  No timing is asserted:
  * the watchdog only turns a hang into a failure.
  */
@@ -42,26 +47,54 @@ struct shared {
 
 static struct shared *sh;
 
-static void child_loop(int fd)
-{
-	uint64_t v;
+enum mode { M_STOP, M_FILL, M_HANDLER, M_ZOMBIE };
+static const char *const MODE[] = { "stopped child", "stopped child filling",
+				    "child in a blocked handler",
+				    "zombie child" };
 
+/* M_HANDLER: the child's handler tells the parent it runs (hin), then
+ * waits for it (hout): whatever the child's thread was inside, a class
+ * change with the cross-process lock held among others. */
+static int hin[2], hout[2];
+
+static void on_usr1(int sig)
+{
+	char b = 0;
+
+	(void)sig;
+	if (write(hin[1], &b, 1) != 1 || read(hout[0], &b, 1) != 1)
+		_exit(4);
+}
+
+static void child_loop(int fd, enum mode m)
+{
+	/* M_FILL: from 0 to the maximum, the write that fills (EAGAIN when
+	 * the counter is not 0: the fd is non-blocking). */
+	uint64_t v, w = m == M_FILL ? 0xfffffffffffffffeull : 1;
+
+	if (m == M_HANDLER) {
+		struct sigaction sa = { .sa_handler = on_usr1,
+					.sa_flags = SA_RESTART };
+
+		sigemptyset(&sa.sa_mask);
+		sigaction(SIGUSR1, &sa, NULL);
+	}
 	for (;;) {
-		if (uepoll_write(fd, &(uint64_t){ 1 }, 8) != 8)
+		if (uepoll_write(fd, &w, 8) != 8 && errno != EAGAIN)
 			_exit(2);
 		(void)uepoll_read(fd, &v, 8);
 		atomic_fetch_add(&sh->ops, 1);
 	}
 }
 
-static pid_t start_child(struct t_child *c, int fd)
+static pid_t start_child(struct t_child *c, int fd, enum mode m)
 {
 	uint64_t ops = atomic_load(&sh->ops);
 	pid_t p = x_fork(c);
 
 	REQUIRE(p >= 0);
 	if (p == 0)
-		child_loop(fd);
+		child_loop(fd, m);
 	/* Until it runs its loop. */
 	x_step("uepoll", "child starts");
 	while (atomic_load(&sh->ops) < ops + 10)
@@ -147,17 +180,23 @@ int main(void)
 	REQUIRE(ep >= 0);
 	REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
 
-	for (int stop = 1; stop >= 0; stop--) {
-		const char *how = stop ? "stopped child" : "zombie child";
+	REQUIRE(pipe(hin) == 0 && pipe(hout) == 0);
+	for (int m = M_STOP; m <= M_ZOMBIE; m++) {
+		const char *how = MODE[m];
 
-		p = start_child(&c, fd);
+		p = start_child(&c, fd, m);
 		for (int i = 0; i < ROUNDS; i++) {
+			char b = 0;
+
 			t_sleep_ms((int)(t_rand(&rs) % 3));
-			x_step(how, "stop or kill the child");
-			if (stop) {
+			x_step(how, "stop, signal or kill the child");
+			if (m == M_STOP || m == M_FILL) {
 				kill(p, SIGSTOP);
 				REQUIRE(waitid(P_PID, (id_t)p, &si,
 					       WSTOPPED | WNOWAIT) == 0);
+			} else if (m == M_HANDLER) {
+				kill(p, SIGUSR1);
+				REQUIRE(read(hin[0], &b, 1) == 1);
 			} else {
 				kill(p, SIGKILL);
 				/* Dead, not reaped: a zombie. */
@@ -165,15 +204,17 @@ int main(void)
 					       WEXITED | WNOWAIT) == 0);
 			}
 			checks(fd, ep, how);
-			x_step(how, "continue or reap the child");
-			if (stop) {
+			x_step(how, "continue, release or reap the child");
+			if (m == M_STOP || m == M_FILL) {
 				/* (Reap the stop report, then continue.) */
 				REQUIRE(waitid(P_PID, (id_t)p, &si,
 					       WSTOPPED) == 0);
 				kill(p, SIGCONT);
+			} else if (m == M_HANDLER) {
+				REQUIRE(write(hout[1], &b, 1) == 1);
 			} else {
 				t_child_kill(&c);
-				p = start_child(&c, fd);
+				p = start_child(&c, fd, m);
 			}
 			x_step_end();
 		}
@@ -181,6 +222,10 @@ int main(void)
 		t_child_kill(&c);
 		x_step_end();
 	}
+	close(hin[0]);
+	close(hin[1]);
+	close(hout[0]);
+	close(hout[1]);
 	/* Drained, the fd says not readable (a next operation settles what a
 	 * dead holder left). */
 	x_step("uepoll", "the end");
