@@ -16,9 +16,17 @@
  *   MUTANT_NO_POSTLOOK     a bypassing write from 0 does not look at K
  *                          after its CAS (a drain decided before took the
  *                          unit it raised before)
+ *   MUTANT_NO_MARGIN       a holder's FILL leaves no room in its first
+ *                          step for a second raise that looked at K before
+ *                          it wrote (K passes FULL)
  */
 #define THREE 1
 #define FULL 5
+#ifdef MUTANT_NO_MARGIN
+#define MARGIN 0
+#else
+#define MARGIN 1
+#endif
 #ifdef MUTANT_NO_RELOOK
 #define NO_RELOOK 1
 #endif

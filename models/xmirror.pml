@@ -42,7 +42,7 @@
  *           next locker repairs (kf := K, as read in fdinfo, and settles)
  *   dead, stopped  the pid killed, or stopped (0: none).  The victim's
  *           steps are inside `unless`; a stopped process is not `provided`.
- *   recheck, braise, filling  BYPASS (below)
+ *   recheck, braise, fwatch, fdirty  BYPASS (below)
  * Lock-free ops stay in class 1: a write of v when 1 <= c and c + v < FULL,
  * a read when c < FULL and c - take >= 1.  Others take the lock, then:
  * pre-step (0 -> v: raise K to 1 if kf == 0; FULL -> c > 0, semaphore:
@@ -51,7 +51,10 @@
  * unlock (then settle again if recheck is set).  A live holder is waited
  * for (FUTEX_WAIT, woken by its unlock or by the kernel at its death).
  *
- * BYPASS: a holder that is stopped is not waited for.  The operation sets
+ * BYPASS: a holder that is stopped is not waited for (nor, in the C code,
+ * one that holds the lock too long, stopped or not: modelled as a stopped
+ * holder continued at once after the bypass decided; what only that adds,
+ * a holder stopped again later, is below).  The operation sets
  * recheck, makes K readable before its CAS if it leaves 0 (if K is 0: a
  * look then a write), or writable if a semaphore counter leaves FULL (if
  * K is FULL: a look then a read of 1; again after the CAS, where a
@@ -61,12 +64,15 @@
  * a holder's pre-step, or of another bypass); after a CAS from 0 it looks
  * at K again and makes it readable (a continued holder's drain may have
  * taken its unit); a fill is left to the next settle.  Then it settles
- * under the lock if that is free.  A holder's fill and a bypass's raise
- * never both write (K would pass FULL, and a write(2) past it blocks):
- * Dekker on `filling` (the holder: store, then load braise; with a bypass
- * raising, only K := 1 if it is 0, the fill left to the bypass's settle)
- * and `braise` (the bypass: count itself, then load filling; a holder
- * filling makes K readable itself).
+ * under the lock if that is free.  FILL: K never passes FULL (a write(2)
+ * past it blocks) whatever bypasses raise (a unit each, on a look that
+ * found K at 0; counted in braise, in flight, from before the look): a
+ * holder fills only while none is in flight and none began since before it
+ * read K (fdirty: the C code compares the count of raises ever begun), to
+ * FULL - 1 - MARGIN, then the rest only if still none began (a raise begun
+ * after the first step finds K readable);
+ * else the fill is left to the bypass, which sets recheck before it
+ * uncounts itself and then settles if the lock is free.
  *
  * Change to the draft (xmirror-spec.md), found by this model: with a
  * non-semaphore kernel fd, lowering K from FULL is a read(2) that takes all,
@@ -78,11 +84,17 @@
  * FULL -> 0, then drains K.  MUTANT_LOWER_FIRST is the draft's order.
  *
  * (xbypass.pml has the mutants that need two bypasses at once: NO_POSTLOOK,
- * NO_RELOOK.)
+ * NO_RELOOK, NO_MARGIN.)
  * Not modelled: the signal handler path (a bypass, as for a stopped holder:
  * the handler's thread is the holder, stopped until the handler returns),
  * demotion, blocking writes (the writes here are EAGAIN when they would
- * pass FULL), a process both stopped and killed, thread id reuse.
+ * pass FULL), a process both stopped and killed, thread id reuse, a holder
+ * stopped twice.  The last is a known window (a model with a holder
+ * bypassed while running, then stopped, found it): a holder's settle round
+ * that decided to drain K on a counter of 0, a bypassing write from 0 that
+ * raised K and looked at it before that drain, and the holder stopped
+ * right after the drain: K is not readable over a non-zero counter until
+ * it is continued (it owes the settle: recheck is set).
  * Each statement is one atomic step of the C code (a load, a store, a CAS,
  * one system call); an atomic block with a guard on shared state is a load
  * with what it decides, or a CAS.
@@ -110,6 +122,12 @@
 #ifndef FULL
 #define FULL 3
 #endif
+/* FILL's first step leaves room for this many raises, beyond one, that
+ * looked at K before it wrote (two processes may bypass at once in
+ * xbypass.pml: 1; the C code: 64). */
+#ifndef MARGIN
+#define MARGIN 0
+#endif
 #define CLS(x)	((x) == 0 -> 0 : ((x) >= FULL -> 2 : 1))
 
 byte count;
@@ -122,8 +140,10 @@ bit odied;		/* FUTEX_OWNER_DIED: the kernel released a dead
 			 * holder's lock; the next locker repairs (ROBUST) */
 bit recheck;		/* a change of class made without the lock (BYPASS) */
 bit bypassed;		/* ghost: some operation bypassed a stopped holder */
-byte braise;		/* bypasses about to make K readable (BYPASS) */
-bit filling;		/* a holder about to fill K to FULL */
+byte braise;		/* bypasses raising K now (BYPASS) */
+byte fwatch;		/* holders filling (bit 1 << pid) ... */
+byte fdirty;		/* ... and those since whose first look a raise
+			 * began (the C code: braise's high half changed) */
 bit bywin;		/* ghost: a bypass read between the CAS that emptied the
 			 * counter and its drain (the allowance of a holder's) */
 bit sem;
@@ -141,7 +161,8 @@ byte consumed;		/* values taken from count */
  * dead holder. */
 #define INV	((count == 0 || K > 0 || bypassed) && \
 		 (K < FULL || count == FULL || \
-		  ((!sem || bypassed) && (xlock != 0 || odied || bywin))))
+		  ((!sem || bypassed) && (xlock != 0 || odied || bywin || \
+					   (bypassed && (recheck || braise > 0))))))
 
 /* write(kfd, x) */
 inline kwrite(x) {
@@ -190,27 +211,50 @@ inline lsync() {
 			kread();
 			kf = (kv == 0 || kv >= kf -> 0 : kf - kv)
 		:: c == FULL && kf < FULL ->		/* raise */
-			/* Dekker with a bypass's raise: one of the two
-			 * writes, never both (K would pass FULL). */
-			filling = 1;
+			/* FILL: never past FULL (a write(2) past it blocks),
+			 * whatever bypasses raise meanwhile: none in flight,
+			 * none begun since before K was read; in two steps,
+			 * so that a raise begun after the first finds K
+			 * readable and writes nothing.  Else left to the
+			 * bypass's settle (K too writable meanwhile). */
+#ifdef MUTANT_FILL_ANYWAY
+			kf = K;
+			kwrite(FULL - kf);
+			kf = FULL
+#else
+			/* (braise and the raises begun are one word in the
+			 * C code: each look reads both at once.) */
 			if
-#ifndef MUTANT_FILL_ANYWAY
-			:: braise > 0 ->
+			:: atomic { braise > 0 -> skip }; break
+			:: atomic { braise == 0 -> fwatch = fwatch | (1 << me);
+					fdirty = fdirty & ~(1 << me) };
+				kf = K;			/* fdinfo */
 				if
-				:: kf == 0 -> kwrite(1); kf = 1
-				:: else -> skip
-				fi;
-				filling = 0;
-				break		/* the fill: the bypass's settle */
-#endif
-			:: else ->
-				/* No bypass raises now, none begins (it
-				 * sees filling): K read, then filled. */
-				kf = K;
-				kwrite(FULL - kf);
-				kf = FULL;
-				filling = 0
+				:: atomic { braise > 0 || (fdirty & (1 << me)) ->
+					fwatch = fwatch & ~(1 << me);
+					fdirty = fdirty & ~(1 << me) }	/* again */
+				:: atomic { braise == 0 && !(fdirty & (1 << me)) -> skip };
+					/* Room for MARGIN + 1 raises that
+					 * looked before this write. */
+					if
+					:: kf < FULL - 1 - MARGIN ->
+						kwrite(FULL - 1 - MARGIN - kf);
+						kf = FULL - 1 - MARGIN
+					:: else -> skip
+					fi;
+					if
+					:: atomic { braise == 0 && !(fdirty & (1 << me)) ->
+						fwatch = fwatch & ~(1 << me) };
+						/* (none began since: K is kf) */
+						kwrite(FULL - kf);
+						kf = FULL
+					:: atomic { braise > 0 || (fdirty & (1 << me)) ->
+						fwatch = fwatch & ~(1 << me);
+						fdirty = fdirty & ~(1 << me) }; break
+					fi
+				fi
 			fi
+#endif
 		:: c > 0 && c < FULL && kf == 0 ->
 			kwrite(1);
 			kf = 1
@@ -274,15 +318,14 @@ inline unlock() {
 /* BYPASS: K readable if it is not (a holder about to fill it makes it
  * readable itself). */
 inline byraise() {
-	braise = braise + 1;
+	atomic { braise = braise + 1; fdirty = fdirty | fwatch };
 	if
-	:: filling -> skip
-	:: else ->
-		if
-		:: atomic { K == 0 -> skip }; kwrite(1)
-		:: atomic { K > 0 -> skip }
-		fi
+	:: atomic { K == 0 -> skip }; kwrite(1)
+	:: atomic { K > 0 -> skip }
 	fi;
+	/* (Before the uncount: a fill left to the next settle is owed from
+	 * here, whoever settles.) */
+	recheck = 1;
 	braise = braise - 1
 }
 
@@ -554,7 +597,9 @@ proctype reader() provided (stopped != 2)
 	bit r, byp, byp2, died;
 
 	{
+#ifndef THREE
 		rd(1);
+#endif
 		/* a blocking read */
 		do
 		:: rd(0);
@@ -684,7 +729,8 @@ proctype final()
 	fi;
 	assert(count == 0 || K > 0);
 	assert(K < FULL || count == FULL ||
-	       ((!sem || bypassed) && (xlock != 0 || odied || bywin)));
+	       ((!sem || bypassed) && (xlock != 0 || odied || bywin ||
+				       (bypassed && (recheck || braise > 0)))));
 	if
 	:: stopped == 0 ->
 		/* A bypass's fill is left to the next settle: too writable. */

@@ -462,29 +462,35 @@ static bool uefd__settle(struct uefd *e, bool defer)
 				 * raise meanwhile (uefd__xraise: a unit each,
 				 * on a look that found the fd not readable):
 				 * none in flight, none begun since before the
-				 * value is read, in two steps, so that a raise
-				 * that begins after the first finds the fd
-				 * readable and writes nothing.  Else the fill
-				 * is the bypass's settle's (too writable
-				 * meanwhile).  seq_cst loads of braise: against
-				 * its RMW before the raise's look. */
+				 * value is read.  In two steps: the first
+				 * leaves room for UEFD_FILL_MARGIN + 1 raises
+				 * that began after that check and looked
+				 * before this write; the last unit only if still none
+				 * began (a raise that begins after the first
+				 * step finds the fd readable and writes
+				 * nothing).  Else the fill is the bypass's
+				 * settle's (too writable meanwhile).  seq_cst
+				 * loads of braise: against its RMW before the
+				 * raise's look. */
 				uint64_t b = atomic_load(&e->sh->braise);
+				uint64_t part = UEFD_MAX - 1 - UEFD_FILL_MARGIN;
 
 				if (b & UEFD_BRAISE_NOW)
 					return wrote;
 				k = uefd__kernel_value(e);
 				if (atomic_load(&e->sh->braise) != b)
 					continue;
-				if (k < UEFD_MAX - 1) {
-					sys_eventfd_add(e->obj.kfd,
-							UEFD_MAX - 1 - k);
+				if (k < part) {
+					sys_eventfd_add(e->obj.kfd, part - k);
+					k = part;
 					wrote = true;
 				}
-				atomic_store(&e->sh->kunits, UEFD_MAX - 1);
+				atomic_store(&e->sh->kunits, k);
 				if (atomic_load(&e->sh->braise) != b)
 					return wrote;
-				if (sys_poll_now(e->obj.kfd, POLLOUT) & POLLOUT)
-					sys_eventfd_add(e->obj.kfd, 1);
+				/* None began since the value was read: the
+				 * fd holds k exactly. */
+				sys_eventfd_add(e->obj.kfd, UEFD_MAX - k);
 				atomic_store(&e->sh->kunits, UEFD_MAX);
 				wrote = true;
 				continue;

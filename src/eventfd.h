@@ -26,6 +26,11 @@
 /* In uefd_ctr.braise: one raise begun and in flight; those in flight. */
 #define UEFD_BRAISE_ONE ((UINT64_C(1) << 32) | 1)
 #define UEFD_BRAISE_NOW UINT64_C(0xffffffff)
+/* FILL (uefd__settle): its first step leaves room for one raise and this
+ * many more that looked at the kernel fd before it wrote (one per process
+ * bypassing at that instant; more would pass the maximum, and the write(2)
+ * past it would block until a read). */
+#define UEFD_FILL_MARGIN 64
 enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
 
 /*
