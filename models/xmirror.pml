@@ -124,7 +124,7 @@
 #endif
 /* FILL's first step leaves room for this many raises, beyond one, that
  * looked at K before it wrote (two processes may bypass at once in
- * xbypass.pml: 1; the C code: 64). */
+ * xbypass.pml: 1; the C code: 2^40). */
 #ifndef MARGIN
 #define MARGIN 0
 #endif

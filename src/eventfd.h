@@ -27,10 +27,11 @@
 #define UEFD_BRAISE_ONE ((UINT64_C(1) << 32) | 1)
 #define UEFD_BRAISE_NOW UINT64_C(0xffffffff)
 /* FILL (uefd__settle): its first step leaves room for one raise and this
- * many more that looked at the kernel fd before it wrote (one per process
- * bypassing at that instant; more would pass the maximum, and the write(2)
- * past it would block until a read). */
-#define UEFD_FILL_MARGIN 64
+ * many more that looked at the kernel fd before it wrote (more would pass
+ * the maximum, and the write(2) past it would block until a read).  More
+ * than can ever be in flight: a raise per thread (PID_MAX_LIMIT is 2^22),
+ * times the signal handlers nested in it. */
+#define UEFD_FILL_MARGIN (UINT64_C(1) << 40)
 enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
 
 /*
