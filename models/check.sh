@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 jobs=${MODELS_JOBS:-$(nproc)}
 
 # One check in its own directory: model, define ("" for the model itself).
-# Writes the verdict line to $dir/line and returns 0 iff it is as it must be.
+# Prints its verdict line; returns 0 iff it is as it must be.
 check() {
 	local model=$1 def=$2 dir flags e states t0=$SECONDS
 	dir=$(mktemp -d -p "$work")
@@ -53,10 +53,8 @@ for m in *.pml; do
 done
 fail=0
 running=0
-pids=()
 for item in "${list[@]}"; do
 	check "${item%%|*}" "${item#*|}" &
-	pids+=($!)
 	running=$((running + 1))
 	if [ "$running" -ge "$jobs" ]; then
 		wait -n || fail=1

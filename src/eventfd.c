@@ -465,9 +465,9 @@ static bool uefd__settle(struct uefd *e, bool defer)
 				 * value is read.  In two steps: the first
 				 * leaves room for UEFD_FILL_MARGIN + 1 raises
 				 * that began after that check and looked
-				 * before this write; the last unit only if still none
-				 * began (a raise that begins after the first
-				 * step finds the fd readable and writes
+				 * before this write; the rest only if still
+				 * none began (a raise that begins after the
+				 * first step finds the fd readable and writes
 				 * nothing).  Else the fill is the bypass's
 				 * settle's (too writable meanwhile).  seq_cst
 				 * loads of braise: against its RMW before the
