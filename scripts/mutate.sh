@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Mutation testing (issue 36): does the suite catch what the models catch?
+# Each mutation in tests/mutations.txt is a one-line change to the library
+# (named after the spin model mutant it is the C twin of, where it is one).
+# For each: the library is built with it (build-mutate/, from a copy of the
+# tree), the tests the line names are run, and the mutation is CAUGHT iff
+# one of them fails and fails again alone (so that load cannot pass for a
+# catch); else it SURVIVES.  The tree itself is never changed.
+#   scripts/mutate.sh [NAME...]      (default: every mutation)
+# MUTATE_TIMEOUT: per test, seconds (default 120).  Exit status 0 iff every
+# mutation run is caught; 2 if a mutation no longer applies (its text is
+# not found exactly once: the list must follow the code).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+scripts/deps.sh build-essential cmake pkg-config liburcu-dev >/dev/null
+work=$top/build-mutate
+tree=$work/tree
+bld=$work/build
+tmo=${MUTATE_TIMEOUT:-120}
+mkdir -p "$work"
+# A copy of the files git knows or would (not the ignored), built once
+# without mutation.
+rm -rf "$tree"
+mkdir -p "$tree"
+git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$tree"
+cmake -S "$tree" -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$bld" -j"$(nproc)" >/dev/null
+# The build's targets (a test's name is its program's, or not a target).
+alltargets=$(cmake --build "$bld" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
+
+# The list: NAME @@ FILE @@ OLD @@ NEW @@ TESTS (see tests/mutations.txt).
+trim() {
+	local s=$1
+	s=${s#"${s%%[![:space:]]*}"}
+	printf '%s' "${s%"${s##*[![:space:]]}"}"
+}
+declare -a names files olds news tests
+while IFS= read -r line; do
+	case $line in '#'* | '') continue ;; esac
+	f=()
+	while [[ $line == *' @@ '* ]]; do
+		f+=("$(trim "${line%%' @@ '*}")")
+		line=${line#*' @@ '}
+	done
+	f+=("$(trim "$line")")
+	if [ ${#f[@]} -ne 5 ]; then
+		echo "tests/mutations.txt: not 5 fields: ${f[0]}" >&2
+		exit 2
+	fi
+	names+=("${f[0]}"); files+=("${f[1]}"); olds+=("${f[2]}")
+	news+=("${f[3]}"); tests+=("${f[4]}")
+done <tests/mutations.txt
+
+want=("$@")
+caught=0 survived=0 stale=0 total=0
+surv=()
+for i in "${!names[@]}"; do
+	name=${names[$i]} file=${files[$i]}
+	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then
+		continue
+	fi
+	total=$((total + 1))
+	cp "$top/$file" "$tree/$file"
+	if ! OLD=$(printf '%b' "${olds[$i]}") NEW=$(printf '%b' "${news[$i]}") \
+		perl -0pi -e '$n = () = /\Q$ENV{OLD}\E/g; die "found $n times\n" if $n != 1;
+			s/\Q$ENV{OLD}\E/$ENV{NEW}/' "$tree/$file"; then
+		echo "STALE    $name: its text in $file is not found exactly once"
+		stale=$((stale + 1))
+		cp "$top/$file" "$tree/$file"
+		continue
+	fi
+	# Build the library and only the named tests.
+	mapfile -t tl < <(ctest --test-dir "$bld" -N -R "${tests[$i]}" |
+		sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p')
+	targets=()
+	for t in "${tl[@]}"; do
+		if printf '%s\n' "$alltargets" | grep -qx "$t"; then
+			targets+=("$t")
+		else
+			targets=(all) # a test of another kind (a script, the preload)
+			break
+		fi
+	done
+	# A mutation that does not build is no catch: the list must change.
+	if ! cmake --build "$bld" -j"$(nproc)" --target uepoll_static "${targets[@]}" \
+		>"$work/$name.build.log" 2>&1; then
+		echo "STALE    $name: it does not build ($work/$name.build.log)"
+		stale=$((stale + 1))
+		cp "$top/$file" "$tree/$file"
+		continue
+	fi
+	failed=()
+	if ! ctest --test-dir "$bld" -R "${tests[$i]}" -j"$(nproc)" --timeout "$tmo" \
+		>"$work/$name.log" 2>&1; then
+		mapfile -t failed < <(sed -n 's/^.*Test *#[0-9]*: \([^ ]*\) .*\*\*\*.*$/\1/p' "$work/$name.log")
+	fi
+	by=""
+	for t in "${failed[@]}"; do
+		if ! ctest --test-dir "$bld" -R "^$t\$" --timeout "$tmo" >/dev/null 2>&1; then
+			by=$t
+			break
+		fi
+	done
+	if [ -n "$by" ]; then
+		echo "CAUGHT   $name: by $by"
+		caught=$((caught + 1))
+	else
+		echo "SURVIVES $name (${tests[$i]})${failed[*]:+: failed only beside others: ${failed[*]}}"
+		survived=$((survived + 1))
+		surv+=("$name")
+	fi
+	cp "$top/$file" "$tree/$file"
+done
+# The tree as it was (the next run rebuilds from it).
+cmake --build "$bld" -j"$(nproc)" >/dev/null 2>&1 || true
+echo "mutations: $total, caught $caught, survived $survived, stale $stale"
+[ ${#surv[@]} -eq 0 ] || echo "survivors: ${surv[*]}"
+[ "$stale" -eq 0 ] || exit 2
+[ "$survived" -eq 0 ]
