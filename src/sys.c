@@ -602,32 +602,44 @@ long sys_gettid(void)
 	return sys__libc.syscall(SYS_gettid);
 }
 
-bool sys_thread_stopped(uint32_t t)
+/* Read the file pre<num>post of /proc into buf (NUL-terminated): the
+ * bytes read, or -errno.  (No snprintf: a signal handler's caller may come
+ * here.) */
+static ssize_t sys__proc_read(const char *pre, unsigned int num,
+			      const char *post, char *buf, size_t size)
 {
-	static const char pre[] = "/proc/";
-	char path[sizeof(pre) + 16], buf[256], d[12], *p;
-	size_t i = 0, l = sizeof(pre) - 1;
+	char path[64], d[12];
+	size_t i = 0, l = strlen(pre);
 	ssize_t n;
 	int f;
 
-	/* (No snprintf: a signal handler's caller may come here.)  /proc/<tid>
-	 * names any thread, its process's leader or not. */
 	memcpy(path, pre, l);
 	do
-		d[i++] = (char)('0' + t % 10);
-	while ((t /= 10) > 0);
+		d[i++] = (char)('0' + num % 10);
+	while ((num /= 10) > 0);
 	while (i)
 		path[l++] = d[--i];
-	memcpy(path + l, "/stat", 6);
+	memcpy(path + l, post, strlen(post) + 1);
 	f = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, path,
 				   O_RDONLY | O_CLOEXEC);
 	if (f < 0)
-		return false; /* gone: its robust lock is released */
-	n = sys__libc.syscall(SYS_read, f, buf, sizeof(buf) - 1);
+		return -errno;
+	n = sys__libc.syscall(SYS_read, f, buf, size - 1);
 	sys__libc.syscall(SYS_close, f);
 	if (n <= 0)
-		return false;
+		return n < 0 ? -EIO : 0;
 	buf[n] = 0;
+	return n;
+}
+
+bool sys_thread_stopped(uint32_t t)
+{
+	char buf[256], *p;
+
+	/* /proc/<tid> names any thread, its process's leader or not; gone:
+	 * its robust lock is released. */
+	if (sys__proc_read("/proc/", t, "/stat", buf, sizeof(buf)) <= 0)
+		return false;
 	/* "tid (comm) S ...": the command may hold ')' itself. */
 	p = strrchr(buf, ')');
 	return p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't');
@@ -635,29 +647,12 @@ bool sys_thread_stopped(uint32_t t)
 
 int sys_eventfd_value(int fd, uint64_t *v)
 {
-	static const char pre[] = "/proc/self/fdinfo/";
-	char path[sizeof(pre) + 12], buf[512], *p, d[12];
-	size_t i = 0, l = sizeof(pre) - 1;
-	ssize_t n;
-	int f;
+	char buf[512], *p;
+	ssize_t n = sys__proc_read("/proc/self/fdinfo/", (unsigned int)fd, "",
+				   buf, sizeof(buf));
 
-	/* (No snprintf: a signal handler's takeover may come here.) */
-	memcpy(path, pre, l);
-	do
-		d[i++] = (char)('0' + fd % 10);
-	while ((fd /= 10) > 0);
-	while (i)
-		path[l++] = d[--i];
-	path[l] = 0;
-	f = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, path,
-				   O_RDONLY | O_CLOEXEC);
-	if (f < 0)
-		return -errno;
-	n = sys__libc.syscall(SYS_read, f, buf, sizeof(buf) - 1);
-	sys__libc.syscall(SYS_close, f);
 	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
+		return n < 0 ? (int)n : -EIO;
 	p = strstr(buf, "eventfd-count:");
 	if (!p)
 		return -ENOSYS;
