@@ -1,41 +1,36 @@
 #!/usr/bin/env bash
 # Mutation testing (issue 36): does the suite catch what the models catch?
-# Each mutation in tests/mutations.txt is a one-line change to the library
-# (named after the spin model mutant it is the C twin of, where it is one).
+# Each mutation in tests/mutations/*.txt is a one-line change to the library
+# (named MODEL.MUTANT after the spin model mutant it is the C twin of, where
+# it is one; see tests/mutations/README.md).
 # For each: the library is built with it (build-mutate/, from a copy of the
 # tree), the tests the line names are run, and the mutation is CAUGHT iff
 # one of them fails and fails again alone (so that load cannot pass for a
 # catch); else it SURVIVES.  The tree itself is never changed.
 #   scripts/mutate.sh [NAME...]      (default: every mutation)
+#   scripts/mutate.sh --check        (no build: every model mutant has an
+#                                     entry, every entry still applies)
 # MUTATE_TIMEOUT: per test, seconds (default 120).  Exit status 0 iff every
 # mutation run is caught; 2 if a mutation no longer applies (its text is
-# not found exactly once: the list must follow the code).
+# not found exactly once, or it does not build: the list must follow the
+# code).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-scripts/deps.sh build-essential cmake pkg-config liburcu-dev >/dev/null
-work=$top/build-mutate
-tree=$work/tree
-bld=$work/build
-tmo=${MUTATE_TIMEOUT:-120}
-mkdir -p "$work"
-# A copy of the files git knows or would (not the ignored), built once
-# without mutation.
-rm -rf "$tree"
-mkdir -p "$tree"
-git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$tree"
-cmake -S "$tree" -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$bld" -j"$(nproc)" >/dev/null
-# The build's targets (a test's name is its program's, or not a target).
-alltargets=$(cmake --build "$bld" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
+check=0
+if [ "${1:-}" = --check ]; then
+	check=1
+	shift
+fi
 
-# The list: NAME @@ FILE @@ OLD @@ NEW @@ TESTS (see tests/mutations.txt).
+# The list: NAME @@ FILE @@ OLD @@ NEW @@ TESTS, or NAME @@ NONE @@ WHY.
 trim() {
 	local s=$1
 	s=${s#"${s%%[![:space:]]*}"}
 	printf '%s' "${s%"${s##*[![:space:]]}"}"
 }
-declare -a names files olds news tests
+declare -a names=() files=() olds=() news=() tests=() none=()
+list=tests/mutations
 while IFS= read -r line; do
 	case $line in '#'* | '') continue ;; esac
 	f=()
@@ -44,27 +39,78 @@ while IFS= read -r line; do
 		line=${line#*' @@ '}
 	done
 	f+=("$(trim "$line")")
+	if [ ${#f[@]} -eq 3 ] && [ "${f[1]}" = NONE ]; then
+		none+=("${f[0]}")
+		continue
+	fi
 	if [ ${#f[@]} -ne 5 ]; then
-		echo "tests/mutations.txt: not 5 fields: ${f[0]}" >&2
+		echo "$list: not 5 fields: ${f[0]}" >&2
 		exit 2
 	fi
 	names+=("${f[0]}"); files+=("${f[1]}"); olds+=("${f[2]}")
 	news+=("${f[3]}"); tests+=("${f[4]}")
-done <tests/mutations.txt
+done < <(cat tests/mutations/*.txt)
+
+# OLD's text found exactly once in FILE (a copy): replaced by NEW.
+apply() { # file old new
+	OLD=$(printf '%b' "$2") NEW=$(printf '%b' "$3") \
+		perl -0pi -e '$n = () = /\Q$ENV{OLD}\E/g; die "found $n times\n" if $n != 1;
+			s/\Q$ENV{OLD}\E/$ENV{NEW}/' "$1" 2>/dev/null
+}
+
+if [ "$check" = 1 ]; then
+	bad=0
+	all=$(printf '%s\n' "${names[@]}" "${none[@]}")
+	dup=$(printf '%s\n' "$all" | sort | uniq -d)
+	[ -z "$dup" ] || { echo "listed twice: $dup"; bad=1; }
+	mutants=$(cd models && for m in *.pml; do
+		grep -o 'MUTANT_[A-Z_]*' "$m" | sort -u | sed "s/^MUTANT_/${m%.pml}./"; done)
+	for m in $mutants; do
+		printf '%s\n' "$all" | grep -qxF "$m" || { echo "no twin listed: $m"; bad=1; }
+	done
+	for n in $(printf '%s\n' "$all" | grep -F .); do
+		printf '%s\n' "$mutants" | grep -qxF "$n" || { echo "no such model mutant: $n"; bad=1; }
+	done
+	tmp=$(mktemp)
+	for i in "${!names[@]}"; do
+		if ! cp "${files[$i]}" "$tmp" 2>/dev/null || ! apply "$tmp" "${olds[$i]}" "${news[$i]}"; then
+			echo "STALE ${names[$i]}: its text in ${files[$i]} is not found exactly once"
+			bad=1
+		fi
+	done
+	rm -f "$tmp"
+	echo "mutations: ${#names[@]}, no twin: ${#none[@]}, model mutants: $(echo $mutants | wc -w)"
+	exit $bad
+fi
+
+scripts/deps.sh build-essential cmake pkg-config liburcu-dev >/dev/null
+work=$top/build-mutate
+tree=$work/tree
+bld=$work/build
+tmo=${MUTATE_TIMEOUT:-120}
+mkdir -p "$work" "$tree"
+# A copy of the files git knows or would (not the ignored), built once
+# without mutation.  Only files whose text differs are copied (with a new
+# time), so that the build stays incremental and never trusts a time.
+git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+	cmp -s "$f" "$tree/$f" 2>/dev/null || cp --parents "$f" "$tree"
+done
+cmake -S "$tree" -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$bld" -j"$(nproc)" >/dev/null
+# The build's targets (a test's name is its program's, or not a target).
+alltargets=$(cmake --build "$bld" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p')
 
 want=("$@")
 caught=0 survived=0 stale=0 total=0
 surv=()
 for i in "${!names[@]}"; do
 	name=${names[$i]} file=${files[$i]}
-	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qx "$name"; then
+	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qxF "$name"; then
 		continue
 	fi
 	total=$((total + 1))
 	cp "$top/$file" "$tree/$file"
-	if ! OLD=$(printf '%b' "${olds[$i]}") NEW=$(printf '%b' "${news[$i]}") \
-		perl -0pi -e '$n = () = /\Q$ENV{OLD}\E/g; die "found $n times\n" if $n != 1;
-			s/\Q$ENV{OLD}\E/$ENV{NEW}/' "$tree/$file"; then
+	if ! apply "$tree/$file" "${olds[$i]}" "${news[$i]}"; then
 		echo "STALE    $name: its text in $file is not found exactly once"
 		stale=$((stale + 1))
 		cp "$top/$file" "$tree/$file"
@@ -114,7 +160,7 @@ for i in "${!names[@]}"; do
 done
 # The tree as it was (the next run rebuilds from it).
 cmake --build "$bld" -j"$(nproc)" >/dev/null 2>&1 || true
-echo "mutations: $total, caught $caught, survived $survived, stale $stale"
+echo "mutations: $total, caught $caught, survived $survived, stale $stale (no twin: ${#none[@]})"
 [ ${#surv[@]} -eq 0 ] || echo "survivors: ${surv[*]}"
 [ "$stale" -eq 0 ] || exit 2
 [ "$survived" -eq 0 ]
