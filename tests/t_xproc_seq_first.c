@@ -18,23 +18,19 @@
  * Uses the library's private headers for the counter's address.
  */
 #include "libcwrap.h"
+#include "watchpoint.h"
 #include "xproc.h"
 
 #include "eventfd.h"
 #include "fdtab.h"
 
 #include <fcntl.h>
-#include <linux/hw_breakpoint.h>
-#include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/syscall.h>
 
 #ifndef SYS_futex_waitv
 #define SYS_futex_waitv 449
-#endif
-#ifndef TRAP_PERF
-#define TRAP_PERF 6
 #endif
 
 static int fd;
@@ -44,12 +40,10 @@ static _Atomic int r_ready, fired, w_go, w_done, timed_out;
 /* R's accesses to the counter: once R is a counted sleeper (and so has
  * looked at the counter: the watchpoint traps after the access), the
  * write comes, and R goes on only when it has ended. */
-static void on_trap(int sig, siginfo_t *si, void *uc)
+static void on_access(const void *addr)
 {
-	(void)sig;
-	(void)uc;
-	if (si->si_code != TRAP_PERF || atomic_load(&fired) ||
-	    !atomic_load(&ctr->xsleepers))
+	(void)addr;
+	if (atomic_load(&fired) || !atomic_load(&ctr->xsleepers))
 		return;
 	atomic_store(&fired, 1);
 	atomic_store(&w_go, 1);
@@ -65,25 +59,6 @@ static void r_after(long nr)
 	wrap_hook_after_once(r_after);
 }
 
-static int watch(void *addr)
-{
-	struct perf_event_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.type = PERF_TYPE_BREAKPOINT;
-	a.size = sizeof(a);
-	a.bp_type = HW_BREAKPOINT_RW;
-	a.bp_addr = (uint64_t)(uintptr_t)addr;
-	a.bp_len = HW_BREAKPOINT_LEN_8;
-	a.sample_period = 1;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.remove_on_exec = 1;
-	a.sigtrap = 1;
-	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
-			    PERF_FLAG_FD_CLOEXEC);
-}
-
 static void *r_main(void *arg)
 {
 	uint64_t v = 0;
@@ -91,8 +66,8 @@ static void *r_main(void *arg)
 	int w;
 
 	(void)arg;
-	w = watch(&ctr->count);
-	atomic_store(&r_ready, w >= 0 ? 1 : -errno);
+	w = wp_watch(&ctr->count, 8, on_access);
+	atomic_store(&r_ready, w >= 0 ? 1 : w);
 	if (w < 0)
 		return (void *)(intptr_t)-2;
 	wrap_hook_after_once(r_after);
@@ -104,7 +79,6 @@ static void *r_main(void *arg)
 
 int main(void)
 {
-	struct sigaction sa;
 	struct t_child c;
 	pthread_t r;
 	int park[2];
@@ -113,10 +87,6 @@ int main(void)
 
 	t_begin("t_xproc_seq_first");
 	x_init();
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_trap;
-	sa.sa_flags = SA_SIGINFO;
-	REQUIRE(sigaction(SIGTRAP, &sa, NULL) == 0);
 
 	fd = ueventfd(0, EFD_CLOEXEC);
 	REQUIRE(fd >= 0);

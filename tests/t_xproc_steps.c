@@ -40,7 +40,7 @@
 #define FULL 0xfffffffffffffffeull
 #define MAXSTEPS 24
 
-enum how { KILL, STOP };
+enum how { KILL, STOP, SIGNAL };
 
 struct op {
 	const char *name;
@@ -71,9 +71,11 @@ struct report {
 	_Atomic int64_t res;  /* its result */
 	_Atomic uint64_t got; /* a read's value */
 	_Atomic int reached;  /* step k reached */
+	_Atomic int64_t hres; /* SIGNAL: the handler's write's result */
 };
 
 static struct report *rep;
+static int child_fd;
 static int step_k, step_after, step_n;
 static enum how step_how;
 
@@ -97,7 +99,20 @@ static void on_step(long nr)
 		return;
 	}
 	atomic_store(&rep->reached, 1);
-	raise(step_how == KILL ? SIGKILL : SIGSTOP);
+	raise(step_how == KILL ? SIGKILL : step_how == STOP ? SIGSTOP : SIGUSR1);
+}
+
+/* SIGNAL: a handler writes 1 to the ueventfd, inside whatever the
+ * operation holds at that step (the cross-process lock included). */
+static void on_usr1(int sig)
+{
+	uint64_t one = 1;
+	int e = errno;
+	ssize_t r = uepoll_write(child_fd, &one, 8);
+
+	(void)sig;
+	atomic_store(&rep->hres, r < 0 ? -errno : r);
+	errno = e;
 }
 
 static _Noreturn void child(int fd, const struct op *o)
@@ -105,6 +120,8 @@ static _Noreturn void child(int fd, const struct op *o)
 	uint64_t v = o->write;
 	ssize_t r;
 
+	child_fd = fd;
+	signal(SIGUSR1, on_usr1);
 	step_n = 0;
 	arm();
 	if (o->write)
@@ -124,7 +141,7 @@ static int failures_before;
 #define STEP_FAIL(...)                                                       \
 	do {                                                                 \
 		fprintf(stderr, "FAIL %s, %s %s step %d: ", o->name,         \
-			how == KILL ? "killed" : "stopped",                  \
+			how == KILL ? "killed" : how == STOP ? "stopped" : "signalled",                  \
 			step_after ? "after" : "before", step_k);            \
 		fprintf(stderr, __VA_ARGS__);                                \
 		fprintf(stderr, "\n");                                       \
@@ -236,6 +253,28 @@ static int round1(const struct op *o, enum how how, const char *seq)
 		 * say so now that a locked operation came after the death. */
 		if (!o->sem)
 			exact(fd, o, how, 0, "after the read");
+	} else if (how == SIGNAL) {
+		int64_t r = atomic_load(&rep->res), hr = atomic_load(&rep->hres);
+		uint64_t cw = 0, cr = 0, left;
+
+		c.pid = 0;
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+		CHECK(atomic_load(&rep->done));
+		if (o->write && r == 8)
+			cw = o->write;
+		if (!o->write && r == 8)
+			cr = atomic_load(&rep->got);
+		if (hr != 8 && hr != -EAGAIN)
+			STEP_FAIL("the handler's write: %" PRId64, hr);
+		count = o->init + cw - cr + (hr == 8);
+		exact(fd, o, how, count, "after the handler's write");
+		left = count;
+		if (!o->sem || count < 4) {
+			while (read_checked(fd, o, how, &left, 1) && left)
+				;
+			if (left)
+				STEP_FAIL("%" PRIu64 " left unread", left);
+		}
 	} else {
 		CHECK(WIFSTOPPED(st));
 		/* The child's operation has happened or not: the parent
@@ -310,6 +349,7 @@ int main(void)
 			for (step_k = 1; step_k < MAXSTEPS; step_k++) {
 				if (!round1(o, KILL, ""))
 					break;
+				round1(o, SIGNAL, "");
 				for (size_t s = 0; s < sizeof(SEQS) / sizeof(SEQS[0]); s++)
 					round1(o, STOP, SEQS[s]);
 			}
