@@ -110,8 +110,13 @@ mkdir -p "$work" "$tree"
 # A copy of the files git knows or would (not the ignored), built once
 # without mutation.  Only files whose text differs are copied (with a new
 # time), so that the build stays incremental and never trusts a time.
-git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+files_now=$(git ls-files --cached --others --exclude-standard)
+while IFS= read -r f; do
 	cmp -s "$f" "$tree/$f" 2>/dev/null || cp --parents "$f" "$tree"
+done <<<"$files_now"
+# (and files no longer there: removed or renamed)
+(cd "$tree" && find . -type f | sed 's|^\./||') | while IFS= read -r f; do
+	grep -qxF "$f" <<<"$files_now" || rm -f "$tree/$f"
 done
 cmake -S "$tree" -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$bld" -j"$(nproc)" >/dev/null
