@@ -54,9 +54,17 @@ static const struct be uep = {
 	uepoll_fcntl,
 };
 
-/* The number dup2 makes: above what the test otherwise uses, below any
- * fd limit. */
-#define CHOSEN 700
+/* The number dup2 makes: a free one above what the test otherwise uses
+ * (not the lowest free, which a plain dup takes), well below any fd
+ * limit, and not one the test inherited. */
+static int chosen(void)
+{
+	int fd = 100;
+
+	while (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+		fd++;
+	return fd;
+}
 
 /* A call that returns a number: 1 if one was returned, else -errno. */
 static int num(struct t_log *l, int r)
@@ -95,7 +103,7 @@ static int ctl(const struct be *b, int ep, int op, int fd, uint64_t data)
 }
 
 struct nums {
-	int a[4];  /* the eventfd: first, dup, dup2 onto CHOSEN, F_DUPFD_CLOEXEC */
+	int a[4];  /* the eventfd: first, dup, dup2 onto chosen(), F_DUPFD_CLOEXEC */
 	int ep[3]; /* the instance: first, dup, F_DUPFD_CLOEXEC */
 };
 
@@ -152,7 +160,7 @@ static void scenario(const struct be *b, bool dups_first, struct t_log *l)
 {
 	struct t_child c;
 	struct nums n;
-	int lp[2], fds0;
+	int lp[2], fds0, to;
 	long v[T_LOG_MAX];
 	ssize_t r, got = 0;
 
@@ -161,8 +169,9 @@ static void scenario(const struct be *b, bool dups_first, struct t_log *l)
 	n.ep[0] = num(l, b->epc(0));
 	n.a[0] = num(l, b->efd(2, EFD_NONBLOCK));
 	n.a[1] = num(l, b->dup(n.a[0]));
-	n.a[2] = b->dup2(n.a[0], CHOSEN);
-	t_log_put(l, n.a[2] == CHOSEN);
+	to = chosen();
+	n.a[2] = b->dup2(n.a[0], to);
+	t_log_put(l, n.a[2] == to);
 	n.a[3] = num(l, b->fcntl(n.a[0], F_DUPFD_CLOEXEC, 0));
 	t_log_put(l, b->fcntl(n.a[3], F_GETFD) == FD_CLOEXEC);
 	n.ep[1] = num(l, b->dup(n.ep[0]));
