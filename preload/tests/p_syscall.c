@@ -285,6 +285,8 @@ static void t_close_range(void)
 	 * them) and nothing else. */
 	top = max_fd();
 	P_REQUIRE(top >= 0);
+	if (top > 512)
+		P_SKIP("an fd above 512 inherited: no room to fill below it");
 	hold = malloc((size_t)(top + 1) * sizeof(*hold));
 	P_REQUIRE(hold);
 	for (;;) {
