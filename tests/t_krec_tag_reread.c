@@ -44,15 +44,22 @@ static struct epoll_event w_ev[4];
 /* W's first access to the tag is krec_of's first load (W makes no other
  * from its watch on): the MOD comes, and W goes on when it has ended.
  * Spins only on atomics (W holds no lock of the instance: the harvest of
- * kernel events takes none, and the MOD takes the instance's mtx). */
+ * kernel events takes none, and the MOD takes the instance's mtx).
+ *
+ * Relaxed atomics only, then a fence: under ThreadSanitizer the trap may
+ * also come inside the runtime's own atomic operation on the watched word
+ * (its second load, under the thread's slot lock and the word's sync
+ * object lock), where a seq_cst or acquire operation here would wait for
+ * a lock this thread holds; relaxed ones take none. */
 static void on_access(const void *addr)
 {
 	(void)addr;
-	if (atomic_exchange(&fired, 1))
+	if (atomic_exchange_explicit(&fired, 1, memory_order_relaxed))
 		return;
-	atomic_store(&m_go, 1);
-	while (!atomic_load(&m_done))
+	atomic_store_explicit(&m_go, 1, memory_order_relaxed);
+	while (!atomic_load_explicit(&m_done, memory_order_relaxed))
 		sched_yield();
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 static void *w_main(void *arg)
