@@ -32,6 +32,7 @@ trim() {
 	printf '%s' "${s%"${s##*[![:space:]]}"}"
 }
 declare -a names=() files=() olds=() news=() tests=() none=()
+US=$'\x1f'
 list=tests/mutations
 while IFS= read -r line; do
 	case $line in '#'* | '') continue ;; esac
@@ -45,19 +46,34 @@ while IFS= read -r line; do
 		none+=("${f[0]}")
 		continue
 	fi
-	if [ ${#f[@]} -ne 5 ]; then
-		echo "$list: not 5 fields: ${f[0]}" >&2
+	n=${#f[@]}
+	if [ "$n" -lt 5 ] || [ $((n % 2)) -eq 0 ]; then
+		echo "$list: not NAME, FILE, OLD/NEW pairs, TESTS: ${f[0]}" >&2
 		exit 2
 	fi
-	names+=("${f[0]}"); files+=("${f[1]}"); olds+=("${f[2]}")
-	news+=("${f[3]}"); tests+=("${f[4]}")
+	# More than one OLD/NEW pair (a twin that moves a step: two sites):
+	# kept joined by the unit separator, applied in order.
+	o="" w=""
+	for ((k = 2; k < n - 1; k += 2)); do
+		o+="${o:+$US}${f[$k]}"
+		w+="${w:+$US}${f[$((k + 1))]}"
+	done
+	names+=("${f[0]}"); files+=("${f[1]}"); olds+=("$o")
+	news+=("$w"); tests+=("${f[$((n - 1))]}")
 done < <(cat tests/mutations/*.txt)
 
-# OLD's text found exactly once in FILE (a copy): replaced by NEW.
-apply() { # file old new
-	OLD=$(printf '%b' "$2") NEW=$(printf '%b' "$3") \
-		perl -0pi -e '$n = () = /\Q$ENV{OLD}\E/g; die "found $n times\n" if $n != 1;
-			s/\Q$ENV{OLD}\E/$ENV{NEW}/' "$1" 2>/dev/null
+# Each OLD's text found exactly once in FILE (a copy): replaced by its
+# NEW, pair after pair.
+apply() { # file olds news
+	local -a os ns
+	local k
+	IFS=$US read -r -a os <<<"$2"
+	IFS=$US read -r -a ns <<<"$3"
+	for k in "${!os[@]}"; do
+		OLD=$(printf '%b' "${os[$k]}") NEW=$(printf '%b' "${ns[$k]:-}") \
+			perl -0pi -e '$n = () = /\Q$ENV{OLD}\E/g; die "found $n times\n" if $n != 1;
+				s/\Q$ENV{OLD}\E/$ENV{NEW}/' "$1" 2>/dev/null || return 1
+	done
 }
 
 if [ "$check" = 1 ]; then
@@ -94,8 +110,13 @@ mkdir -p "$work" "$tree"
 # A copy of the files git knows or would (not the ignored), built once
 # without mutation.  Only files whose text differs are copied (with a new
 # time), so that the build stays incremental and never trusts a time.
-git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+files_now=$(git ls-files --cached --others --exclude-standard)
+while IFS= read -r f; do
 	cmp -s "$f" "$tree/$f" 2>/dev/null || cp --parents "$f" "$tree"
+done <<<"$files_now"
+# (and files no longer there: removed or renamed)
+(cd "$tree" && find . -type f | sed 's|^\./||') | while IFS= read -r f; do
+	grep -qxF "$f" <<<"$files_now" || rm -f "$tree/$f"
 done
 cmake -S "$tree" -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$bld" -j"$(nproc)" >/dev/null

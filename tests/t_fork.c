@@ -2,16 +2,16 @@
  * t_fork: uepoll objects across fork() and exec (docs/reliability.md,
  * "fork and exec"; uepoll.h).
  *
- * After fork() the child holds copies of the parent's ueventfds and
- * instances: their userspace state (counters, ueventfd registrations,
- * ready queues) is copied and from then on evolves separately in each
- * process, while their kernel fds are shared as any fd is.  Supported:
- *  - the child uses its copies while the parent leaves its own alone (or
- *    the other way round): ueventfds count from their value at fork(),
- *    instances deliver, nesting works; the parent's objects are unchanged
- *    by what the child did (a ueventfd's counter is not shared, unlike a
- *    kernel eventfd's) and keep working afterwards, a blocking wait
- *    included;
+ * After fork() the child holds the parent's ueventfds and copies of its
+ * instances: a ueventfd's counter is shared with the child, as a kernel
+ * eventfd's is (SHARED), an instance's userspace state (registrations,
+ * ready queue) is copied and from then on evolves separately in each
+ * process, and the kernel fds are shared as any fd is.  Supported:
+ *  - the child uses the objects while the parent leaves its own alone (or
+ *    the other way round): ueventfds go on from their value at fork(),
+ *    instances deliver, nesting works; the parent finds the counters as
+ *    the child left them, and its objects keep working afterwards, a
+ *    blocking wait included;
  *  - the child closes its copies with uepoll_close(): the parent's objects
  *    are unaffected;
  *  - exec: ueventfd(EFD_CLOEXEC) and uepoll_create1(EPOLL_CLOEXEC) fds are
