@@ -56,15 +56,20 @@ static void *r_main(void *arg)
 }
 
 /* The writer's first look at xsleepers: R reads now, and the writer goes
- * on once R sleeps or has returned. */
+ * on once R sleeps or has returned.  Relaxed atomics only, then a fence:
+ * under ThreadSanitizer the trap may also come inside the runtime's own
+ * atomic operation on xsleepers (under the thread's slot lock), where a
+ * seq_cst operation here would wait for a lock this thread holds. */
 static void on_access(const void *addr)
 {
 	(void)addr;
-	if (atomic_exchange(&fired, 1))
+	if (atomic_exchange_explicit(&fired, 1, memory_order_relaxed))
 		return;
-	atomic_store(&r_go, 1);
-	while (!atomic_load(&r_slept) && !atomic_load(&r_back))
+	atomic_store_explicit(&r_go, 1, memory_order_relaxed);
+	while (!atomic_load_explicit(&r_slept, memory_order_relaxed) &&
+	       !atomic_load_explicit(&r_back, memory_order_relaxed))
 		sched_yield();
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 int main(void)

@@ -44,16 +44,22 @@ enum { SHARED, NAP };
 
 /* R's accesses to the counter: once R is a counted sleeper (and so has
  * looked at the counter: the watchpoint traps after the access), the
- * write comes, and R goes on only when it has ended. */
+ * write comes, and R goes on only when it has ended.  Relaxed atomics
+ * only, then a fence: under ThreadSanitizer the trap may also come inside
+ * the runtime's own atomic operation on the counter (its second load,
+ * under the thread's slot lock and the word's sync object lock), where a
+ * seq_cst operation here would wait for a lock this thread holds. */
 static void on_access(const void *addr)
 {
 	(void)addr;
-	if (atomic_load(&fired) || !atomic_load(&ctr->xsleepers))
+	if (atomic_load_explicit(&fired, memory_order_relaxed) ||
+	    !atomic_load_explicit(&ctr->xsleepers, memory_order_relaxed))
 		return;
-	atomic_store(&fired, 1);
-	atomic_store(&w_go, 1);
-	while (!atomic_load(&w_done))
+	atomic_store_explicit(&fired, 1, memory_order_relaxed);
+	atomic_store_explicit(&w_go, 1, memory_order_relaxed);
+	while (!atomic_load_explicit(&w_done, memory_order_relaxed))
 		sched_yield();
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 static void r_after(long nr)

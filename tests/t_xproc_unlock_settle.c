@@ -30,15 +30,21 @@ static int fd;
 static struct uefd_ctr *ctr;
 static _Atomic int h_ready, h_held, h_go;
 
-/* H's first access to kunits once its CAS is done: its settle's look. */
+/* H's first access to kunits once its CAS is done: its settle's look.
+ * Relaxed atomics only, then a fence: under ThreadSanitizer the trap may
+ * also come inside the runtime's own atomic operation on kunits (under
+ * the thread's slot lock), where a seq_cst operation here would wait for
+ * a lock this thread holds. */
 static void on_access(const void *addr)
 {
 	(void)addr;
-	if (atomic_load(&h_held) || atomic_load(&ctr->count) != 1)
+	if (atomic_load_explicit(&h_held, memory_order_relaxed) ||
+	    atomic_load_explicit(&ctr->count, memory_order_relaxed) != 1)
 		return;
-	atomic_store(&h_held, 1);
-	while (!atomic_load(&h_go))
+	atomic_store_explicit(&h_held, 1, memory_order_relaxed);
+	while (!atomic_load_explicit(&h_go, memory_order_relaxed))
 		sched_yield();
+	atomic_thread_fence(memory_order_seq_cst);
 }
 
 static void *h_main(void *arg)
