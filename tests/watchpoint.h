@@ -12,9 +12,11 @@
  * may wait there for another thread.  Returns the event's fd (close it to
  * end the watch), or -errno: the caller skips (77) where perf breakpoints
  * with sigtrap are not allowed (perf_event_paranoid > 2, a seccomp filter,
- * a kernel before 5.13), and under ThreadSanitizer, which defers a
- * signal's handler to a later call (-ENOTSUP): the handler must run right
- * after the access.  One watch per thread.
+ * a kernel before 5.13), and under ThreadSanitizer (-ENOTSUP): its atomic
+ * operations read the word again under a runtime lock, so the trap can
+ * come there, and any atomic of the handler's own that is not relaxed then
+ * waits for that lock (a hang).  Handlers use relaxed atomics, and a watch
+ * should stop at a load.  One watch per thread.
  */
 #ifndef UEPOLL_TEST_WATCHPOINT_H
 #define UEPOLL_TEST_WATCHPOINT_H
