@@ -22,6 +22,8 @@ static __thread int wrap__me;
 static __thread void (*wrap__hook)(long nr);
 static __thread void (*wrap__after)(long nr);
 static __thread long wrap__ret;
+static _Atomic int wrap__tid;
+static void (*_Atomic wrap__tid_fn)(long nr);
 static _Atomic int wrap__calls[WRAP_N];
 
 void wrap_arm(int all)
@@ -40,6 +42,13 @@ void wrap_disarm(void)
 void wrap_hook_once(void (*fn)(long nr))
 {
 	wrap__hook = fn;
+}
+
+void wrap_hook_tid_once(int tid, void (*fn)(long nr))
+{
+	atomic_store(&wrap__tid_fn, NULL);
+	atomic_store(&wrap__tid, tid);
+	atomic_store(&wrap__tid_fn, fn);
 }
 
 void wrap_hook_after_once(void (*fn)(long nr))
@@ -173,6 +182,12 @@ __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 	void (*after)(long) = wrap__after;
 
 	wrap__count(nr == SYS_futex ? WRAP_FUTEX : WRAP_SYSCALL);
+	if (atomic_load(&wrap__tid_fn) && atomic_load(&wrap__tid) == gettid()) {
+		void (*h)(long) = atomic_exchange(&wrap__tid_fn, NULL);
+
+		if (h)
+			h(nr);
+	}
 	if (wrap__hook) {
 		void (*h)(long) = wrap__hook;
 

@@ -39,6 +39,9 @@ int wrap_take_show(void);
  * first calls fn(nr), once.  Tests that race another thread against a
  * chosen step of the library (tests/forkrace.h) use it. */
 void wrap_hook_once(void (*fn)(long nr));
+/* The same for thread tid (a thread that runs no test code: the library's
+ * timer thread, tests/timerhook.h), before its next call, once. */
+void wrap_hook_tid_once(int tid, void (*fn)(long nr));
 /* The same, after that system call returned (fn may arm either again). */
 void wrap_hook_after_once(void (*fn)(long nr));
 /* In an after-hook: what that system call returned (errno is its own). */

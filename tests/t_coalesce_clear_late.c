@@ -21,6 +21,8 @@
  */
 #include "timerhook.h"
 
+#include <stdatomic.h>
+
 #include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>

@@ -17,6 +17,8 @@
  */
 #include "timerhook.h"
 
+#include <stdatomic.h>
+
 #include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>

@@ -3,53 +3,24 @@
  * at its next system call, for the tests that race a write against a
  * chosen step of a timer run (t_coalesce_clear_late, t_hold_clear_late).
  *
- * libcwrap's hook (libcwrap.h) is the calling thread's own, and the timer
- * thread runs no test code; so a test that includes this header defines
- * syscall() itself (every system call of the library goes through it:
- * THE SEAM in src/sys.c), and th_hook_once(tid, fn) makes thread tid's
- * next call run fn(nr) first, once.  Such a test must not link
- * uepoll_libcwrap (one definition of syscall()).  Include it in one file.
+ * The timer thread runs no test code, so its hook is set from outside:
+ * th_hook_once(tid, fn) makes thread tid's next system call run fn(nr)
+ * first, once (libcwrap.h's wrap_hook_tid_once: a test that includes this
+ * header links uepoll_libcwrap).
  */
 #ifndef UEPOLL_TEST_TIMERHOOK_H
 #define UEPOLL_TEST_TIMERHOOK_H
 
+#include "libcwrap.h"
 #include "testlib.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <unistd.h>
+#include <stdlib.h>
 
-static _Atomic int th__tid;
-static void (*_Atomic th__fn)(long nr);
-
-static void th_hook_once(int tid, void (*fn)(long nr))
+/* Thread tid's next system call runs fn(nr) first, once (libcwrap.h). */
+static inline void th_hook_once(int tid, void (*fn)(long nr))
 {
-	atomic_store(&th__fn, NULL);
-	atomic_store(&th__tid, tid);
-	atomic_store(&th__fn, fn);
-}
-
-/* Six arguments are read whatever the call passed, as libc's own syscall()
- * does: not a bug ASan should stop on (as in libcwrap.c). */
-__attribute__((no_sanitize("address"))) long syscall(long nr, ...)
-{
-	static long (*f)(long, ...);
-	void (*h)(long);
-	long a[6];
-	va_list ap;
-
-	if (atomic_load(&th__fn) && atomic_load(&th__tid) == gettid() &&
-	    (h = atomic_exchange(&th__fn, NULL)))
-		h(nr);
-	if (!f)
-		f = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	wrap_hook_tid_once(tid, fn);
 }
 
 /* tid of the "uepoll-timer" thread, 0 if the process has none. */
