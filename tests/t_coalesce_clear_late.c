@@ -21,9 +21,8 @@
  */
 #include "timerhook.h"
 
-#include <stdatomic.h>
-
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>

@@ -17,9 +17,8 @@
  */
 #include "timerhook.h"
 
-#include <stdatomic.h>
-
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 
