@@ -272,8 +272,9 @@ static void run(int which, int round)
 	atomic_store(&F->released, 0);
 	atomic_store(&F->in_lock, 0);
 	atomic_store(&F->forked, 0);
-	REQUIRE(mprotect(page_of(target), (size_t)pg, PROT_READ) == 0);
+	/* (Nothing but the thread writes the page meanwhile.) */
 	x_step("uepoll", "the thread stops at its store");
+	REQUIRE(mprotect(page_of(target), (size_t)pg, PROT_READ) == 0);
 	atomic_store(&F->go, round);
 	while (!atomic_load(&F->parked))
 		sched_yield();
