@@ -1,0 +1,287 @@
+/*
+ * t_fork_fence_twice: a fork that waited for another fork closes the fork
+ * fence itself (issue 32; models/gate.pml, MUTANT_LATE_FORK_MUTEX).
+ *
+ * A fork waits for the creations in flight and makes new ones wait (the
+ * FENCE in src/lock.c), so that a ueventfd is either shared with the child
+ * (SHARED) or not in the child at all: if the child has the number, its
+ * write is the parent's next read, as with the kernel's eventfd.  Forks
+ * are one at a time from their first step: a second fork that began while
+ * the first was being prepared waits for it, then closes the fence itself
+ * before it looks at the objects.
+ *
+ * Each round (as tests/forkrace.h: no clock decides, a thread is waited
+ * for until it has done its step or sleeps; a hang ends at the step's
+ * deadline): the main thread forks; after the library's prepare handler
+ * (this program's, registered before the library's, runs after it), a
+ * second thread forks and a third creates a ueventfd, and the first fork
+ * waits until each sleeps (each waits for the first fork).  When the first
+ * fork is over both go on, in this order (hooks: this program's syscall(),
+ * which the library's system calls go through, as tests/libcwrap.c's):
+ * the second fork's prepare, after its first futex wait, waits until the
+ * creation has made its kernel eventfd (or sleeps: a fixed library makes
+ * it wait at the fence); the creation, there, waits until the second fork
+ * is over (or its thread sleeps: waits for the creation).  The second
+ * fork's child writes 1 to the new number if it has it, and the parent
+ * must read it.  A fork whose mutex came only at the gate, after the fence
+ * and the walk, had passed its fence while the first fork held it, and the
+ * first then opened it: the creation ran through the second fork, whose
+ * child had the bare kernel eventfd (its write lost to the parent).
+ */
+#include "xproc.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static pid_t pid0;
+static _Atomic int second_watch = -1, creator_watch = -1;
+static _Atomic int cur, go2, go3, forked2, reaped2, created, stop, fired,
+	t3_hooked;
+static int next_fd, newfd, second_status;
+/* The second fork's child had the new number and wrote 1 to it. */
+static _Atomic int *child_copied;
+/* This thread's fork: 1 the first, 2 the second. */
+static __thread int late;
+/* Hooks (this program's syscall()): 1 the second fork's first futex
+ * call in its prepare handler; 2 the creation's eventfd2. */
+static __thread int hook_at;
+
+/* ---- as tests/forkrace.h (which goes with libcwrap's syscall()) ------ */
+
+static int watch(int tid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	REQUIRE(fd >= 0);
+	return fd;
+}
+
+/* The watched thread's state letter; no allocation, no fd. */
+static char state(int w)
+{
+	char buf[512], *p = NULL;
+	ssize_t n = pread(w, buf, sizeof(buf) - 1, 0);
+
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	for (char *q = buf; *q; q++)
+		if (*q == ')')
+			p = q;
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Until *flag == want (1), or the watched thread sleeps (0). */
+static int until(_Atomic int *flag, int want, int w)
+{
+	for (;;) {
+		if (atomic_load(flag) == want)
+			return 1;
+		if (state(w) == 'S')
+			return atomic_load(flag) == want;
+		sched_yield();
+	}
+}
+
+static void spin_until(_Atomic int *flag, int want)
+{
+	while (atomic_load(flag) != want)
+		sched_yield();
+}
+
+static int is_eventfd(int fd)
+{
+	char path[64], to[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, to, sizeof(to) - 1);
+	if (n <= 0)
+		return 0;
+	to[n] = 0;
+	return strcmp(to, "anon_inode:[eventfd]") == 0;
+}
+
+/* ---- the hooks ------------------------------------------------------- */
+
+/* The library's system calls come here (a definition of libc's name, as
+ * tests/libcwrap.c's); the hooks run after the call. */
+__attribute__((no_sanitize("address"))) long syscall(long nr, ...)
+{
+	static long (*f)(long, ...);
+	long a[6], r;
+	va_list ap;
+	int e;
+
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (!f)
+		f = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
+	r = f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	e = errno;
+	if (hook_at == 1 && nr == SYS_futex && getpid() == pid0) {
+		/* The second fork waited (for the first, or for a span):
+		 * the creation goes on to its kernel eventfd first. */
+		hook_at = 0;
+		until(&t3_hooked, atomic_load(&cur), creator_watch);
+	} else if (hook_at == 2 && nr == SYS_eventfd2) {
+		/* The kernel eventfd is made, the object not yet published:
+		 * the second fork goes on. */
+		hook_at = 0;
+		atomic_store(&t3_hooked, atomic_load(&cur));
+		until(&forked2, atomic_load(&cur), second_watch);
+	}
+	errno = e;
+	return r;
+}
+
+/* Runs before the library's prepare handler (registered after it). */
+static void early_prepare(void)
+{
+	if (late == 2 && getpid() == pid0)
+		hook_at = 1;
+}
+
+/* Runs after the library's prepare handler (registered before it). */
+static void late_prepare(void)
+{
+	int r = atomic_load(&cur);
+
+	if (late != 1 || getpid() != pid0)
+		return;
+	late = 0;
+	atomic_fetch_add(&fired, 1);
+	/* The second fork waits for this one, */
+	atomic_store(&go2, r);
+	until(&forked2, r, second_watch);
+	/* and so does a creation. */
+	atomic_store(&go3, r);
+	until(&created, r, creator_watch);
+}
+
+__attribute__((constructor(101))) static void late_register(void)
+{
+	/* Before the library's constructor registers its handlers. */
+	if (pthread_atfork(late_prepare, NULL, NULL) != 0)
+		abort();
+}
+
+static _Noreturn void second_child(void)
+{
+	if (!is_eventfd(next_fd))
+		_exit(0);
+	atomic_store(child_copied, 1);
+	_exit(ueventfd_write(next_fd, 1) == 0 ? 0 : 2);
+}
+
+static void *second(void *arg)
+{
+	atomic_store(&second_watch, watch(t_gettid()));
+	for (int round = 1;; round++) {
+		struct t_child c;
+
+		while (atomic_load(&go2) != round && !atomic_load(&stop))
+			sched_yield();
+		if (atomic_load(&stop))
+			break;
+		late = 2;
+		if (x_fork(&c) == 0)
+			second_child();
+		late = 0;
+		hook_at = 0;
+		atomic_store(&forked2, round);
+		second_status = t_child_reap(&c, 10000, "the second fork's child");
+		atomic_store(&reaped2, round);
+	}
+	close(atomic_exchange(&second_watch, -1));
+	return arg;
+}
+
+static void *creator(void *arg)
+{
+	atomic_store(&creator_watch, watch(t_gettid()));
+	for (int round = 1;; round++) {
+		int fd;
+
+		while (atomic_load(&go3) != round && !atomic_load(&stop))
+			sched_yield();
+		if (atomic_load(&stop))
+			break;
+		hook_at = 2;
+		fd = ueventfd(0, EFD_NONBLOCK);
+		hook_at = 0;
+		newfd = fd;
+		atomic_store(&created, round);
+	}
+	close(atomic_exchange(&creator_watch, -1));
+	return arg;
+}
+
+int main(void)
+{
+	int rounds = 3, copied = 0;
+	pthread_t th2, th3;
+
+	unsetenv("UEPOLL_EVENTFD_COALESCE");
+	t_begin("t_fork_fence_twice");
+	x_init();
+	child_copied = mmap(NULL, sizeof(*child_copied),
+			    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			    -1, 0);
+	REQUIRE(child_copied != MAP_FAILED);
+	REQUIRE(pthread_create(&th2, NULL, second, NULL) == 0);
+	REQUIRE(pthread_create(&th3, NULL, creator, NULL) == 0);
+	while (atomic_load(&second_watch) < 0 ||
+	       atomic_load(&creator_watch) < 0)
+		sched_yield();
+	pid0 = getpid();
+	REQUIRE(pthread_atfork(early_prepare, NULL, NULL) == 0);
+	for (int r = 1; r <= rounds; r++) {
+		struct t_child c;
+		uint64_t v = 0;
+
+		next_fd = dup(0);
+		REQUIRE(next_fd >= 0);
+		close(next_fd);
+		atomic_store(child_copied, 0);
+		atomic_store(&cur, r);
+		x_step("uepoll", "two forks and a creation");
+		late = 1;
+		if (x_fork(&c) == 0)
+			_exit(0);
+		late = 0;
+		CHECK_EQ(t_child_reap(&c, 10000, "the first fork's child"), 0);
+		spin_until(&reaped2, r);
+		spin_until(&created, r);
+		x_step_end();
+		REQUIRE(newfd == next_fd);
+		CHECK_EQ(second_status, 0);
+		if (atomic_load(child_copied)) {
+			/* The child had it: its write is ours to read. */
+			copied++;
+			CHECK_EQ(ueventfd_read(newfd, &v), 0);
+			CHECK_EQ(v, 1);
+		}
+		CHECK_ERR(ueventfd_read(newfd, &v), EAGAIN);
+		CHECK_EQ(uepoll_close(newfd), 0);
+	}
+	atomic_store(&stop, 1);
+	REQUIRE(t_join_within(th2, 10000));
+	REQUIRE(t_join_within(th3, 10000));
+	CHECK_EQ(atomic_load(&fired), rounds);
+	munmap(child_copied, sizeof(*child_copied));
+	printf("%d rounds, the new ueventfd in the second child in %d\n",
+	       rounds, copied);
+	return t_end();
+}
