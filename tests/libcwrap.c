@@ -22,6 +22,8 @@ static __thread int wrap__me;
 static __thread void (*wrap__hook)(long nr);
 static __thread void (*wrap__after)(long nr);
 static __thread long wrap__ret;
+static void (*_Atomic wrap__all_before)(long nr, const long *a);
+static void (*_Atomic wrap__all_after)(long nr, const long *a, long r);
 static _Atomic int wrap__tid;
 static void (*_Atomic wrap__tid_fn)(long nr);
 static _Atomic int wrap__calls[WRAP_N];
@@ -42,6 +44,13 @@ void wrap_disarm(void)
 void wrap_hook_once(void (*fn)(long nr))
 {
 	wrap__hook = fn;
+}
+
+void wrap_hook_all(void (*before)(long nr, const long *a),
+		   void (*after)(long nr, const long *a, long r))
+{
+	atomic_store(&wrap__all_before, before);
+	atomic_store(&wrap__all_after, after);
 }
 
 void wrap_hook_tid_once(int tid, void (*fn)(long nr))
@@ -180,6 +189,8 @@ __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 	long a[6], r;
 	va_list ap;
 	void (*after)(long) = wrap__after;
+	void (*all_b)(long, const long *);
+	void (*all_a)(long, const long *, long);
 
 	wrap__count(nr == SYS_futex ? WRAP_FUTEX : WRAP_SYSCALL);
 	if (atomic_load(&wrap__tid_fn) && atomic_load(&wrap__tid) == gettid()) {
@@ -200,16 +211,23 @@ __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
+	all_b = atomic_load(&wrap__all_before);
+	all_a = atomic_load(&wrap__all_after);
+	if (all_b)
+		all_b(nr, a);
 	/* The after-hook armed before this call (not one its before-hook
 	 * armed), once, and not for the hook's own calls; errno kept. */
 	if (after)
 		wrap__after = NULL;
 	r = f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-	if (after) {
+	if (after || all_a) {
 		int e = errno;
 
 		wrap__ret = r;
-		after(nr);
+		if (all_a)
+			all_a(nr, a, r);
+		if (after)
+			after(nr);
 		errno = e;
 	}
 	return r;

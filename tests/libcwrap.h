@@ -44,6 +44,12 @@ void wrap_hook_once(void (*fn)(long nr));
 void wrap_hook_tid_once(int tid, void (*fn)(long nr));
 /* The same, after that system call returned (fn may arm either again). */
 void wrap_hook_after_once(void (*fn)(long nr));
+/* Every thread's system calls, for a test with its own rule (it looks at
+ * the number and the six arguments): before(nr, a) first, after(nr, a, r)
+ * once the call returned r (errno kept).  NULL: none.  Set them before the
+ * threads they concern start. */
+void wrap_hook_all(void (*before)(long nr, const long *a),
+		   void (*after)(long nr, const long *a, long r));
 /* In an after-hook: what that system call returned (errno is its own). */
 long wrap_last_result(void);
 

@@ -34,15 +34,14 @@
  * ThreadSanitizer, whose runtime makes the atomic operations (and takes
  * the fault) holding its own locks.
  */
+#include "libcwrap.h"
 #include "xproc.h"
 
-#include <dlfcn.h>
 #include <elf.h>
 #include <fcntl.h>
 #include <link.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -180,27 +179,17 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 	signal(sig, SIG_DFL); /* a real fault: the default action */
 }
 
-/* The library's system calls come here (a definition of libc's name, as
- * tests/libcwrap.c's): the thread's first one inside a lock (not its
+/* The library's system calls come here (tests/libcwrap.c, which defines
+ * libc's name): the thread's first one inside a lock (not its
  * wait at the gate, which counts as one). */
-__attribute__((no_sanitize("address"))) long syscall(long nr, ...)
+static void on_syscall(long nr, const long *a)
 {
-	static long (*f)(long, ...);
-	long a[6];
-	va_list ap;
-
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
+	(void)a;
 	if (s_hook && lock__depth > 0 && nr != SYS_futex) {
 		s_hook = 0;
 		atomic_store(&F->in_lock, 1);
 		until(&F->forked, main_watch);
 	}
-	if (!f)
-		f = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall");
-	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 
 /* After the library's prepare handler (registered before it): the
@@ -310,6 +299,7 @@ int main(void)
 #endif
 	unsetenv("UEPOLL_EVENTFD_COALESCE");
 	t_begin("t_fork_enter");
+	wrap_hook_all(on_syscall, NULL);
 	x_init();
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
