@@ -15,6 +15,8 @@
 # not found exactly once, or it does not build: the list must follow the
 # code).
 set -euo pipefail
+# (No "printf | grep -q" under pipefail: grep's early exit can kill printf
+# with SIGPIPE and fail the pipeline though it matched: here-strings.)
 cd "$(dirname "$0")/.."
 top=$PWD
 check=0
@@ -66,10 +68,10 @@ if [ "$check" = 1 ]; then
 	mutants=$(cd models && for m in *.pml; do
 		grep -o 'MUTANT_[A-Z_]*' "$m" | sort -u | sed "s/^MUTANT_/${m%.pml}./"; done)
 	for m in $mutants; do
-		printf '%s\n' "$all" | grep -qxF "$m" || { echo "no twin listed: $m"; bad=1; }
+		grep -qxF "$m" <<<"$all" || { echo "no twin listed: $m"; bad=1; }
 	done
 	for n in $(printf '%s\n' "$all" | grep -F .); do
-		printf '%s\n' "$mutants" | grep -qxF "$n" || { echo "no such model mutant: $n"; bad=1; }
+		grep -qxF "$n" <<<"$mutants" || { echo "no such model mutant: $n"; bad=1; }
 	done
 	tmp=$(mktemp)
 	for i in "${!names[@]}"; do
@@ -105,7 +107,7 @@ caught=0 survived=0 stale=0 total=0
 surv=()
 for i in "${!names[@]}"; do
 	name=${names[$i]} file=${files[$i]}
-	if [ ${#want[@]} -gt 0 ] && ! printf '%s\n' "${want[@]}" | grep -qxF "$name"; then
+	if [ ${#want[@]} -gt 0 ] && ! grep -qxF "$name" <<<"$(printf '%s\n' "${want[@]}")"; then
 		continue
 	fi
 	total=$((total + 1))
@@ -121,7 +123,7 @@ for i in "${!names[@]}"; do
 		sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p')
 	targets=()
 	for t in "${tl[@]}"; do
-		if printf '%s\n' "$alltargets" | grep -qx "$t"; then
+		if grep -qxF "$t" <<<"$alltargets"; then
 			targets+=("$t")
 		else
 			targets=(all) # a test of another kind (a script, the preload)

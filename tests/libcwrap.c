@@ -2,6 +2,8 @@
 #include "libcwrap.h"
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -13,11 +15,13 @@
 
 const char *const wrap_name[WRAP_N] = { "read", "write", "close",
 					"epoll_pwait", "epoll_pwait2", "ppoll",
-					"syscall", "futex" };
+					"syscall", "futex", "xm_wait" };
 
 static _Atomic int wrap__all;
 static __thread int wrap__me;
 static __thread void (*wrap__hook)(long nr);
+static __thread void (*wrap__after)(long nr);
+static __thread long wrap__ret;
 static _Atomic int wrap__calls[WRAP_N];
 
 void wrap_arm(int all)
@@ -36,6 +40,16 @@ void wrap_disarm(void)
 void wrap_hook_once(void (*fn)(long nr))
 {
 	wrap__hook = fn;
+}
+
+void wrap_hook_after_once(void (*fn)(long nr))
+{
+	wrap__after = fn;
+}
+
+long wrap_last_result(void)
+{
+	return wrap__ret;
 }
 
 int wrap_take(int name)
@@ -154,8 +168,9 @@ int ppoll(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
 __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 {
 	static long (*f)(long, ...);
-	long a[6];
+	long a[6], r;
 	va_list ap;
+	void (*after)(long) = wrap__after;
 
 	wrap__count(nr == SYS_futex ? WRAP_FUTEX : WRAP_SYSCALL);
 	if (wrap__hook) {
@@ -170,5 +185,29 @@ __attribute__((no_sanitize("address"))) long syscall(long nr, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	/* The after-hook armed before this call (not one its before-hook
+	 * armed), once, and not for the hook's own calls; errno kept. */
+	if (after)
+		wrap__after = NULL;
+	r = f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+	if (after) {
+		int e = errno;
+
+		wrap__ret = r;
+		after(nr);
+		errno = e;
+	}
+	return r;
+}
+
+int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t c,
+			    const struct timespec *t)
+{
+	static int (*f)(pthread_mutex_t *, clockid_t, const struct timespec *);
+
+	wrap__count(WRAP_XM_WAIT);
+	if (!f)
+		f = (int (*)(pthread_mutex_t *, clockid_t,
+			     const struct timespec *))wrap__next("pthread_mutex_clocklock");
+	return f(m, c, t);
 }

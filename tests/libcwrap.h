@@ -1,7 +1,8 @@
 /*
  * libcwrap: definitions of the libc names the library reaches the kernel
  * through (src/sys.c, THE SEAM: syscall, read, write, close, epoll_pwait,
- * epoll_pwait2, ppoll), for the tests that count the library's system
+ * epoll_pwait2, ppoll; pthread_mutex_clocklock, the cross-process lock's
+ * timed wait), for the tests that count the library's system
  * calls.  Linked into a test program (tests/CMakeLists.txt: only those that
  * ask), they win the symbol lookup over libc's, as a preloaded library's
  * would; each forwards to the next definition (libc's) and, while the
@@ -19,6 +20,7 @@ enum {
 	WRAP_PPOLL,
 	WRAP_SYSCALL, /* syscall() of any number but SYS_futex */
 	WRAP_FUTEX,   /* syscall(SYS_futex, ...) */
+	WRAP_XM_WAIT, /* pthread_mutex_clocklock: a timed wait for xm */
 	WRAP_N
 };
 
@@ -37,5 +39,9 @@ int wrap_take_show(void);
  * first calls fn(nr), once.  Tests that race another thread against a
  * chosen step of the library (tests/forkrace.h) use it. */
 void wrap_hook_once(void (*fn)(long nr));
+/* The same, after that system call returned (fn may arm either again). */
+void wrap_hook_after_once(void (*fn)(long nr));
+/* In an after-hook: what that system call returned (errno is its own). */
+long wrap_last_result(void);
 
 #endif

@@ -1,0 +1,119 @@
+/*
+ * t_xproc_wake_after_cas: a write that takes a shared ueventfd's counter
+ * from 0 wakes the blocked readers after its CAS, never before (issue 36:
+ * the C twin of models/xmirror.pml's WAKE_BEFORE_CAS).  A reader woken
+ * before the CAS finds the counter still 0 and sleeps again, and nobody
+ * wakes it: it returns only at its sleep's one-second limit.
+ *
+ * One shared ueventfd (a child forked and parked keeps it shared),
+ * blocking.  Thread R blocks in a read (asleep on the futex word).  The
+ * main thread writes 1; the test holds it right after its wake (a hook
+ * after the library's FUTEX_WAKE, libcwrap.h) until R has either returned
+ * or gone to sleep again.  With the wake after the CAS, R returns with the
+ * value; a sleep of R that begins after the wake is the lost wakeup.  No
+ * timing is asserted: the order is forced by the hooks.
+ */
+#include "libcwrap.h"
+#include "xproc.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+
+#ifndef SYS_futex_waitv
+#define SYS_futex_waitv 449
+#endif
+
+static int fd;
+static _Atomic int woke, r_tid, r_back, r_slept, slept_after;
+
+/* R: every system call; a futex sleep after the writer's wake is noted. */
+static void r_hook(long nr)
+{
+	if (nr == SYS_futex_waitv || nr == SYS_futex) {
+		if (atomic_load(&woke))
+			atomic_store(&slept_after, 1);
+		atomic_store(&r_slept, 1);
+	}
+	wrap_hook_once(r_hook);
+}
+
+static void *r_main(void *arg)
+{
+	uint64_t v = 0;
+	ssize_t r;
+
+	(void)arg;
+	atomic_store(&r_tid, t_gettid());
+	wrap_hook_once(r_hook);
+	r = uepoll_read(fd, &v, 8);
+	wrap_hook_once(NULL);
+	atomic_store(&r_back, 1);
+	return (void *)(intptr_t)(r == 8 ? (intptr_t)v : -1);
+}
+
+/* The writer, after its FUTEX_WAKE: hold until R has returned or slept. */
+static void w_after(long nr)
+{
+	if (nr != SYS_futex) {
+		wrap_hook_after_once(w_after);
+		return;
+	}
+	atomic_store(&woke, 1);
+	while (!atomic_load(&r_back) && !atomic_load(&slept_after))
+		sched_yield();
+}
+
+int main(void)
+{
+	struct t_child c;
+	pthread_t r;
+	int park[2];
+	uint64_t v = 1;
+	void *ret;
+
+	t_begin("t_xproc_wake_after_cas");
+	x_init();
+	fd = ueventfd(0, EFD_CLOEXEC);
+	REQUIRE(fd >= 0);
+	REQUIRE(pipe(park) == 0);
+	pid_t p = x_fork(&c);
+	REQUIRE(p >= 0);
+	if (p == 0) {
+		char b;
+
+		close(park[1]);
+		(void)!read(park[0], &b, 1);
+		_exit(0);
+	}
+	close(park[0]);
+
+	x_step("uepoll", "R blocks in its read");
+	REQUIRE(pthread_create(&r, NULL, r_main, NULL) == 0);
+	while (!atomic_load(&r_slept))
+		sched_yield();
+	REQUIRE(t_wait_sleeping(atomic_load(&r_tid), X_STEP_S * 1000));
+	x_step_end();
+
+	x_step("uepoll", "the write, held after its wake until R returns or sleeps");
+	wrap_hook_after_once(w_after);
+	CHECK_EQ(uepoll_write(fd, &v, 8), 8);
+	wrap_hook_after_once(NULL);
+	x_step_end();
+
+	x_step("uepoll", "R returns");
+	REQUIRE(pthread_join(r, &ret) == 0);
+	x_step_end();
+	CHECK_EQ((intptr_t)ret, 1);
+	CHECK(atomic_load(&woke));
+	if (atomic_load(&slept_after))
+		fprintf(stderr, "R slept again after the writer's wake: the wake "
+				"came before the CAS\n");
+	CHECK(!atomic_load(&slept_after));
+
+	close(park[1]);
+	t_child_reap(&c, 10000, "the parked child");
+	CHECK_EQ(uepoll_close(fd), 0);
+	return t_end();
+}
