@@ -36,6 +36,17 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+/* ThreadSanitizer runs a synchronous signal's handler inside the atomic
+ * operation that trapped, holding its lock of this thread: the handler's
+ * own atomics would deadlock.  No watchpoint there: the steps run one
+ * after the other, and only the outcome is checked. */
+#ifdef T_TSAN
+#define WP_WATCH(addr, len, fn) ((void)(addr), (void)(fn), T_NO_WATCH)
+#else
+#define WP_WATCH(addr, len, fn) wp_watch(addr, len, fn)
+#endif
+enum { T_NO_WATCH = -100000 };
+
 static int efd_b;
 static struct port *pin;
 static _Atomic int armed, fired, w_go, w_done;
@@ -93,8 +104,8 @@ int main(void)
 	CHECK_EQ(uepoll_write(a, &one, 8), 8);
 	REQUIRE(bell_rung(&pin->bell));
 
-	wp = wp_watch(&pin->bell.set, 4, on_set);
-	if (wp < 0) {
+	wp = WP_WATCH(&pin->bell.set, 4, on_set);
+	if (wp < 0 && wp != T_NO_WATCH) {
 		fprintf(stderr, "perf_event_open: %s\n", strerror(-wp));
 		T_SKIP("no perf breakpoint with sigtrap here");
 	}
@@ -102,10 +113,13 @@ int main(void)
 	atomic_store(&armed, 1);
 	n = uepoll_wait(in, got, 4, 0);
 	atomic_store(&armed, 0);
-	close(wp);
+	if (wp >= 0)
+		close(wp);
 	CHECK_EQ(n, 1);
 	CHECK_EQ(got[0].data.u64, 'A');
+#ifndef T_TSAN
 	CHECK(atomic_load(&fired)); /* the watchpoint placed B's write */
+#endif
 	atomic_store(&w_go, 1);     /* (if it never fired) */
 	REQUIRE(pthread_join(w, NULL) == 0);
 

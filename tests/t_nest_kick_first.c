@@ -33,6 +33,17 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+/* ThreadSanitizer runs a synchronous signal's handler inside the atomic
+ * operation that trapped, holding its lock of this thread: the handler's
+ * own atomics would deadlock.  No watchpoint there: the steps run one
+ * after the other, and only the outcome is checked. */
+#ifdef T_TSAN
+#define WP_WATCH(addr, len, fn) ((void)(addr), (void)(fn), T_NO_WATCH)
+#else
+#define WP_WATCH(addr, len, fn) wp_watch(addr, len, fn)
+#endif
+enum { T_NO_WATCH = -100000 };
+
 static int efd_b;
 static struct port *pin;
 static _Atomic int w_ready, fired, m_go, m_done;
@@ -55,12 +66,13 @@ static void *w_main(void *arg)
 	int wp;
 
 	(void)arg;
-	wp = wp_watch(&pin->bell.set, 4, on_set);
-	atomic_store(&w_ready, wp >= 0 ? 1 : wp);
-	if (wp < 0)
+	wp = WP_WATCH(&pin->bell.set, 4, on_set);
+	atomic_store(&w_ready, wp >= 0 || wp == T_NO_WATCH ? 1 : wp);
+	if (wp < 0 && wp != T_NO_WATCH)
 		return NULL;
 	CHECK_EQ(uepoll_write(efd_b, &one, 8), 8);
-	close(wp);
+	if (wp >= 0)
+		close(wp);
 	atomic_store(&m_go, 1); /* (if the watchpoint never fired) */
 	return NULL;
 }
@@ -107,7 +119,9 @@ int main(void)
 	CHECK_EQ(uepoll_read(a, &v, 8), 8);
 	atomic_store(&m_done, 1);
 	REQUIRE(pthread_join(w, NULL) == 0);
+#ifndef T_TSAN
 	CHECK(atomic_load(&fired)); /* the watchpoint placed the read */
+#endif
 
 	/* B is pending in `in`: its fd and its holder must say so. */
 	pfd.fd = in;

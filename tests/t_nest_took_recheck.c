@@ -35,6 +35,17 @@
 #include <sched.h>
 #include <stdatomic.h>
 
+/* ThreadSanitizer runs a synchronous signal's handler inside the atomic
+ * operation that trapped, holding its lock of this thread: the handler's
+ * own atomics would deadlock.  No watchpoint there: the steps run one
+ * after the other, and only the outcome is checked. */
+#ifdef T_TSAN
+#define WP_WATCH(addr, len, fn) ((void)(addr), (void)(fn), T_NO_WATCH)
+#else
+#define WP_WATCH(addr, len, fn) wp_watch(addr, len, fn)
+#endif
+enum { T_NO_WATCH = -100000 };
+
 static int in;
 static struct port *pin;
 static _Atomic int w_ready, a_written, fired, m_go, m_done, w_n;
@@ -58,12 +69,13 @@ static void *w_main(void *arg)
 	int wp;
 
 	(void)arg;
-	wp = wp_watch((const void *)word, 4, on_lt);
-	atomic_store(&w_ready, wp >= 0 ? 1 : wp);
-	if (wp < 0)
+	wp = WP_WATCH((const void *)word, 4, on_lt);
+	atomic_store(&w_ready, wp >= 0 || wp == T_NO_WATCH ? 1 : wp);
+	if (wp < 0 && wp != T_NO_WATCH)
 		return NULL;
 	atomic_store(&w_n, uepoll_wait(in, w_got, 4, 10000));
-	close(wp);
+	if (wp >= 0)
+		close(wp);
 	atomic_store(&m_go, 1); /* (if the watchpoint never fired) */
 	return NULL;
 }
@@ -111,7 +123,9 @@ int main(void)
 	CHECK_EQ(uepoll_ctl(out, EPOLL_CTL_ADD, in, &ev), 0);
 	atomic_store(&m_done, 1);
 	REQUIRE(pthread_join(w, NULL) == 0);
+#ifndef T_TSAN
 	CHECK(atomic_load(&fired)); /* the watchpoint placed the ctl */
+#endif
 	CHECK_EQ(atomic_load(&w_n), 1);
 	CHECK_EQ(w_got[0].data.u64, 'A');
 
