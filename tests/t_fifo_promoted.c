@@ -8,8 +8,8 @@
  * the line's lock, F is marked promoted, then its eventfd is written.  At
  * that write (L's hook) F leaves its sleep another way, and the
  * hook waits until F is blocked on the line's lock, so that F finds itself
- * promoted when it gets the lock (the hook: this program's syscall(),
- * which the library's system calls go through, as tests/libcwrap.c's; it
+ * promoted when it gets the lock (the hook: libcwrap's wrap_hook_all,
+ * which sees every system call of the library; it
  * knows F's eventfd by the pollfd of F's ppoll):
  *  - timeout: F's timeout passes; F must lead for one look, then hand over;
  *  - signal: a handler (no SA_RESTART) interrupts F's sleep; F returns

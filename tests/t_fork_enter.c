@@ -19,7 +19,7 @@
  * or sleeps.  The child then uses the object:
  *  a. the thread is adding an instance to another (its kernel epoll is
  *     registered under both instances' locks: the thread's hook at that
- *     system call, in this program's syscall(), waits until the fork is
+ *     system call, through libcwrap's wrap_hook_all, waits until the fork is
  *     over).  A fixed thread sees the gate closed and waits; the child's
  *     own ADD to the instance must return.  A thread that loaded the gate
  *     before its store had taken the locks: the child found them held for

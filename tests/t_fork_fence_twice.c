@@ -16,7 +16,7 @@
  * (this program's, registered before the library's, runs after it), a
  * second thread forks and a third creates a ueventfd, and the first fork
  * waits until each sleeps (each waits for the first fork).  When the first
- * fork is over both go on, in this order (hooks: this program's syscall(),
+ * fork is over both go on, in this order (hooks: libcwrap's wrap_hook_all,
  * which the library's system calls go through, as tests/libcwrap.c's):
  * the second fork's prepare, after its first futex wait, waits until the
  * creation has made its kernel eventfd (or sleeps: a fixed library makes
@@ -47,7 +47,7 @@ static int next_fd, newfd, second_status;
 static _Atomic int *child_copied;
 /* This thread's fork: 1 the first, 2 the second. */
 static __thread int late;
-/* Hooks (this program's syscall()): 1 the second fork's first futex
+/* Hooks (libcwrap's wrap_hook_all): 1 the second fork's first futex
  * call in its prepare handler; 2 the creation's eventfd2. */
 static __thread int hook_at;
 
