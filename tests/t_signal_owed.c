@@ -25,7 +25,7 @@
  *     Both must be ready afterwards (a zero-timeout wait reports A and B,
  *     as the kernel's epoll would).  A drain that read B's next after
  *     taking its bits followed B's new place and never walked A.
- * The hooks are libcwrap.s wrap_hook_all, which sees every system call of
+ * The hooks are libcwrap's wrap_hook_all, which sees every system call of
  * the library.  No clock decides: the hook yields
  * until the woken thread is asleep again (/proc); a lost walk is a thread
  * not woken within 5 s while its event is pending.
