@@ -47,7 +47,8 @@ void wrap_hook_after_once(void (*fn)(long nr));
 /* Every thread's system calls, for a test with its own rule (it looks at
  * the number and the six arguments): before(nr, a) first, after(nr, a, r)
  * once the call returned r (errno kept).  NULL: none.  Set them before the
- * threads they concern start. */
+ * threads they concern start.  A hook makes no syscall() of its own (not
+ * t_gettid: gettid()), or it runs again inside itself. */
 void wrap_hook_all(void (*before)(long nr, const long *a),
 		   void (*after)(long nr, const long *a, long r));
 /* In an after-hook: what that system call returned (errno is its own). */

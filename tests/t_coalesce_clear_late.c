@@ -35,7 +35,10 @@ static _Atomic int held, go, s_tid;
 
 static void hook(long nr)
 {
-	(void)nr;
+	if (nr != SYS_write) { /* (held at the write(2) only) */
+		th_hook_once(gettid(), hook);
+		return;
+	}
 	atomic_store(&held, 1);
 	while (!atomic_load(&go))
 		sched_yield();

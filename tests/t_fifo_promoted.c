@@ -173,9 +173,9 @@ static int finish(struct waiter *w, int ms, void **res)
 	struct timespec ts;
 	int ok;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += ms / 1000;
-	ok = pthread_timedjoin_np(w->th, res, &ts) == 0;
+	ok = pthread_clockjoin_np(w->th, res, CLOCK_MONOTONIC, &ts) == 0;
 	if (!ok) {
 		/* Release it (EINTR) to end the test cleanly. */
 		pthread_kill(w->th, SIGUSR1);

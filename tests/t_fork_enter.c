@@ -61,7 +61,7 @@ static void *s_slot; /* the thread's slot (lock__me) */
  * (the program's own variables may share the library's page). */
 static struct flags {
 	_Atomic int s_watch, go, parked, released, in_lock, forked, done_s,
-		stop;
+		stop, ro;
 } *F;
 static __thread int s_hook, late;
 static int held; /* the thread held a lock at the clone */
@@ -176,6 +176,16 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 			sched_yield();
 		return;
 	}
+	if (atomic_load(&F->ro) && gettid() != pid0 &&
+	    page_of(si->si_addr) == page_of(target)) {
+		/* Another thread's store to the page while it is read-only (a
+		 * variable the linker put beside the target): it waits, and
+		 * is made again once the main thread made the page writable
+		 * (a store of the main thread's own there is a real fault). */
+		while (atomic_load(&F->ro))
+			sched_yield();
+		return;
+	}
 	signal(sig, SIG_DFL); /* a real fault: the default action */
 }
 
@@ -263,6 +273,7 @@ static void run(int which, int round)
 	atomic_store(&F->forked, 0);
 	/* (Nothing but the thread writes the page meanwhile.) */
 	x_step("uepoll", "the thread stops at its store");
+	atomic_store(&F->ro, 1);
 	REQUIRE(mprotect(page_of(target), (size_t)pg, PROT_READ) == 0);
 	atomic_store(&F->go, round);
 	while (!atomic_load(&F->parked))
@@ -270,6 +281,7 @@ static void run(int which, int round)
 	x_step_end();
 	REQUIRE(mprotect(page_of(target), (size_t)pg,
 			 PROT_READ | PROT_WRITE) == 0);
+	atomic_store(&F->ro, 0);
 	x_step("uepoll", which == 'a' ? "a. a fork as a lock is taken"
 				      : "b. a fork as a demotion begins");
 	late = 1;

@@ -238,7 +238,7 @@ int main(void)
 		struct t_child c;
 		uint64_t v = 0;
 
-		next_fd = dup(0);
+		next_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		REQUIRE(next_fd >= 0);
 		close(next_fd);
 		atomic_store(child_copied, 0);

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 
@@ -29,7 +30,10 @@ static _Atomic int held, go;
 
 static void hook(long nr)
 {
-	(void)nr;
+	if (nr != SYS_write) { /* (held at the write(2) only) */
+		th_hook_once(gettid(), hook);
+		return;
+	}
 	atomic_store(&held, 1);
 	while (!atomic_load(&go))
 		sched_yield();

@@ -52,16 +52,6 @@
 #include <unistd.h>
 
 
-#ifdef T_TSAN
-/* ThreadSanitizer sleeps a second at exit while other threads run (the
- * coalescing timer's): that would cost a second per child here. */
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "atexit_sleep_ms=0";
-}
-#endif
-
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
 #endif

@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 
 #ifndef SYS_futex_waitv
@@ -28,15 +29,20 @@
 static int fd;
 static _Atomic int woke, r_tid, r_back, r_slept, slept_after;
 
-/* R: every system call; a futex sleep after the writer's wake is noted. */
-static void r_hook(long nr)
+/* R's system calls (wrap_hook_all: R's thread only): a futex sleep
+ * (futex_waitv, or FUTEX_WAIT*) after the writer's wake is noted. */
+static void on_syscall(long nr, const long *a)
 {
-	if (nr == SYS_futex_waitv || nr == SYS_futex) {
+	int op = nr == SYS_futex ? (int)(a[1] & FUTEX_CMD_MASK) : -1;
+
+	if (gettid() != atomic_load(&r_tid)) /* (not t_gettid: syscall()) */
+		return;
+	if (nr == SYS_futex_waitv || op == FUTEX_WAIT ||
+	    op == FUTEX_WAIT_BITSET) {
 		if (atomic_load(&woke))
 			atomic_store(&slept_after, 1);
 		atomic_store(&r_slept, 1);
 	}
-	wrap_hook_once(r_hook);
 }
 
 static void *r_main(void *arg)
@@ -46,9 +52,7 @@ static void *r_main(void *arg)
 
 	(void)arg;
 	atomic_store(&r_tid, t_gettid());
-	wrap_hook_once(r_hook);
 	r = uepoll_read(fd, &v, 8);
-	wrap_hook_once(NULL);
 	atomic_store(&r_back, 1);
 	return (void *)(intptr_t)(r == 8 ? (intptr_t)v : -1);
 }
@@ -75,6 +79,7 @@ int main(void)
 
 	t_begin("t_xproc_wake_after_cas");
 	x_init();
+	wrap_hook_all(on_syscall, NULL);
 	fd = ueventfd(0, EFD_CLOEXEC);
 	REQUIRE(fd >= 0);
 	REQUIRE(pipe(park) == 0);

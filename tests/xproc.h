@@ -23,17 +23,6 @@
 
 #define X_STEP_S 10
 
-#ifdef T_TSAN
-/* ThreadSanitizer sleeps a second at exit while it thinks other threads
- * run: a child of a process with the coalescing timer's thread inherits
- * that thread's record, so each child's exit would cost a second. */
-const char *__tsan_default_options(void);
-const char *__tsan_default_options(void)
-{
-	return "atexit_sleep_ms=0";
-}
-#endif
-
 #if defined(__SANITIZE_ADDRESS__)
 #define X_ASAN 1
 #elif defined(__has_feature)
