@@ -139,14 +139,14 @@ static int join_ret(pthread_t th, int ms, void **ret)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	return pthread_clockjoin_np(th, ret, CLOCK_MONOTONIC, &ts) == 0;
+	return pthread_timedjoin_np(th, ret, &ts) == 0;
 }
 
 /* A thread that did not end on its own: SIGUSR1 until it does. */

@@ -170,12 +170,8 @@ static void start(struct waiter *w, int timeout_ms, int lead)
 /* Join w; 1 if it ended within ms. */
 static int finish(struct waiter *w, int ms, void **res)
 {
-	struct timespec ts;
-	int ok;
+	int ok = t_join_ret_within(w->th, ms, res);
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ok = pthread_clockjoin_np(w->th, res, CLOCK_MONOTONIC, &ts) == 0;
 	if (!ok) {
 		/* Release it (EINTR) to end the test cleanly. */
 		pthread_kill(w->th, SIGUSR1);

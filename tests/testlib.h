@@ -102,6 +102,8 @@ int t_child_kill(struct t_child *c);
 /* Join th if it ends within about ms milliseconds (rounded up to whole
  * seconds plus one: a loose bound that catches a hang); 1 if joined. */
 int t_join_within(pthread_t th, int ms);
+/* The same with the thread's result in *ret. */
+int t_join_ret_within(pthread_t th, int ms, void **ret);
 
 #define CHECK(cond)                                                          \
 	do {                                                                 \
