@@ -19,11 +19,14 @@
  * fork is over both go on, in this order (hooks: libcwrap's wrap_hook_all,
  * which the library's system calls go through, as tests/libcwrap.c's):
  * the second fork's prepare, after its first futex wait, waits until the
- * creation has made its kernel eventfd (or sleeps: a fixed library makes
- * it wait at the fence); the creation, there, waits until the second fork
- * is over (or its thread sleeps: waits for the creation).  The second
- * fork's child writes 1 to the new number if it has it, and the parent
- * must read it.  A fork whose mutex came only at the gate, after the fence
+ * first fork is over (its parent handler has woken the creation: a sleep
+ * seen before is the creation's wait for the first fork, not for this one;
+ * the mutant's second fork is woken by the gate, before the fence is
+ * opened), then until the creation has made its kernel eventfd (or sleeps:
+ * a fixed library makes it wait at the fence); the creation, there, waits
+ * until the second fork is over (or its thread sleeps: waits for the
+ * creation).  The second fork's child writes 1 to the new number if it
+ * has it, and the parent must read it.  A fork whose mutex came only at the gate, after the fence
  * and the walk, had passed its fence while the first fork held it, and the
  * first then opened it: the creation ran through the second fork, whose
  * child had the bare kernel eventfd (its write lost to the parent).
@@ -40,8 +43,8 @@
 
 static pid_t pid0;
 static _Atomic int second_watch = -1, creator_watch = -1;
-static _Atomic int cur, go2, go3, forked2, reaped2, created, stop, fired,
-	t3_hooked;
+static _Atomic int cur, go2, go3, forked1, forked2, reaped2, created, stop,
+	fired, t3_hooked;
 static int next_fd, newfd, second_status;
 /* The second fork's child had the new number and wrote 1 to it. */
 static _Atomic int *child_copied;
@@ -120,9 +123,18 @@ static void on_syscall_end(long nr, const long *a, long r)
 	(void)r;
 	if (hook_at == 1 && nr == SYS_futex && getpid() == pid0) {
 		/* The second fork waited (for the first, or for a span):
-		 * the creation goes on to its kernel eventfd first. */
+		 * the creation goes on to its kernel eventfd first.  Not
+		 * before the first fork is over: the creation sleeps at its
+		 * fence until then, and a sleep seen before the first fork's
+		 * parent handler woke it (the gate's wake, which woke this
+		 * thread, comes before the fence's) is not one for this
+		 * fork.  Once the first fork is over, the creation was woken
+		 * (running, to /proc) and any sleep of its is a new one. */
+		int round = atomic_load(&cur);
+
 		hook_at = 0;
-		until(&t3_hooked, atomic_load(&cur), creator_watch);
+		spin_until(&forked1, round);
+		until(&t3_hooked, round, creator_watch);
 	} else if (hook_at == 2 && nr == SYS_eventfd2) {
 		/* The kernel eventfd is made, the object not yet published:
 		 * the second fork goes on. */
@@ -248,6 +260,8 @@ int main(void)
 		if (x_fork(&c) == 0)
 			_exit(0);
 		late = 0;
+		/* Its parent handlers are done: the fence and gate open. */
+		atomic_store(&forked1, r);
 		CHECK_EQ(t_child_reap(&c, 10000, "the first fork's child"), 0);
 		spin_until(&reaped2, r);
 		spin_until(&created, r);
