@@ -21,7 +21,7 @@ static int ep, stopfd;
 static int fds[NFD];
 static int busy[NFD];		/* oneshot item currently held by a consumer */
 static uint64_t produced, consumed;
-static int errors, timeouts, stopping;
+static int errors;
 
 static int is_oneshot(int i)
 {
@@ -48,11 +48,11 @@ static void *waiter_main(void *arg)
 			__atomic_add_fetch(&errors, 1, __ATOMIC_SEQ_CST);
 			return NULL;
 		}
-		if (n == 0 && !__atomic_load_n(&stopping, __ATOMIC_SEQ_CST)) {
-			/* 15 s without any event while the test runs */
-			__atomic_add_fetch(&timeouts, 1, __ATOMIC_SEQ_CST);
-			return NULL;
-		}
+		if (n == 0)
+			/* 15 s without an event: other waiters took them all
+			 * (on a loaded machine), or a lost wakeup, which the
+			 * final count tells; not a clock's verdict. */
+			continue;
 		for (int k = 0; k < n; k++) {
 			uint64_t i = ev[k].data.u64, v;
 
@@ -139,7 +139,7 @@ int main(void)
 	deadline = t_now_ns() + 10000000000ull;
 	while (__atomic_load_n(&consumed, __ATOMIC_SEQ_CST) !=
 	       __atomic_load_n(&produced, __ATOMIC_SEQ_CST) &&
-	       t_now_ns() < deadline && !__atomic_load_n(&timeouts, __ATOMIC_SEQ_CST))
+	       t_now_ns() < deadline)
 		t_sleep_ms(2);
 	if (__atomic_load_n(&consumed, __ATOMIC_SEQ_CST) !=
 	    __atomic_load_n(&produced, __ATOMIC_SEQ_CST)) {
@@ -156,12 +156,10 @@ int main(void)
 		t_failures++;
 	}
 
-	__atomic_store_n(&stopping, 1, __ATOMIC_SEQ_CST);
 	CHECK_EQ(ueventfd_write(stopfd, 1), 0);
 	for (int i = 0; i < NWAIT; i++)
 		pthread_join(w[i], NULL);
 	CHECK_EQ(errors, 0);
-	CHECK_EQ(timeouts, 0);
 	printf("produced %llu consumed %llu\n", (unsigned long long)produced,
 	       (unsigned long long)consumed);
 
