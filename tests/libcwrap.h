@@ -40,7 +40,7 @@ int wrap_take_show(void);
  * chosen step of the library (tests/forkrace.h) use it. */
 void wrap_hook_once(void (*fn)(long nr));
 /* The same for thread tid (a thread that runs no test code: the library's
- * timer thread, tests/timerhook.h), before its next call, once. */
+ * timer thread, testlib.h's t_timer_tid), before its next call, once. */
 void wrap_hook_tid_once(int tid, void (*fn)(long nr));
 /* The same, after that system call returned (fn may arm either again). */
 void wrap_hook_after_once(void (*fn)(long nr));

@@ -16,38 +16,9 @@
  */
 #include "testlib.h"
 
-#include <dirent.h>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-/* tid of the "uepoll-timer" thread, 0 if the process has none. */
-static int timer_tid(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int tid = 0;
-
-	REQUIRE(d);
-	while ((de = readdir(d))) {
-		char path[300], comm[32] = "";
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) &&
-		    !strncmp(comm, "uepoll-timer", 12))
-			tid = atoi(de->d_name);
-		fclose(f);
-	}
-	closedir(d);
-	return tid;
-}
 
 /* Voluntary + involuntary context switches of thread tid. */
 static long ctx_switches(int tid)
@@ -200,7 +171,7 @@ static void test_count_wakes_at_once(void)
 	CHECK(t_join_within(th, 2000));
 	CHECK_EQ(b.r, 8);
 	CHECK_EQ(b.got, 3);
-	CHECK(timer_tid() != 0);
+	CHECK(t_timer_tid() != 0);
 	CHECK_EQ(uepoll_close(b.fd), 0);
 }
 
@@ -243,7 +214,7 @@ static void test_last_write(void)
 	CHECK(t_join_within(th, 2000));
 	CHECK_EQ(b.r, 8);
 	CHECK_EQ(b.got, 1);
-	CHECK(timer_tid() != 0); /* that one was held */
+	CHECK(t_timer_tid() != 0); /* that one was held */
 	CHECK_EQ(uepoll_close(b.fd), 0);
 
 	/* Blocked in uepoll_wait on an instance watching it. */
@@ -325,7 +296,7 @@ static void test_idle_runs_nothing(void)
 	CHECK_EQ(ueventfd_write(u, 1), 0);
 	p = (struct pollfd){ .fd = u, .events = POLLIN };
 	CHECK_EQ(poll(&p, 1, 10000), 1);
-	tid = timer_tid();
+	tid = t_timer_tid();
 	REQUIRE(tid);
 	REQUIRE(t_wait_sleeping(tid, 5000));
 	c0 = ctx_switches(tid);
@@ -390,7 +361,7 @@ static void test_fork(void)
 		struct blocked b = { 0 };
 		pthread_t th;
 
-		if (timer_tid() != 0)
+		if (t_timer_tid() != 0)
 			_exit(2);
 		b.fd = ueventfd(0, 0);
 		if (b.fd < 0 || set_co(b.fd, 2000, 0) < 0)

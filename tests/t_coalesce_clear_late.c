@@ -9,7 +9,8 @@
  * awake wait (timeout 0) takes the item; then a thread S sleeps in
  * uepoll_wait(-1).  The timer's run finds the item taken (nothing to ring)
  * and brings the fd to the counter: it is held at that system call (the
- * mirror's write(2)) through a hook of the timer thread (timerhook.h).
+ * mirror's write(2)) through a hook of the timer thread
+ * (libcwrap.h: wrap_hook_tid_once).
  * Meanwhile a second write of 1 queues the item again (an edge), its ring
  * owed to the timer; then the run goes on.  S must return that event
  * within a bound far above the delay: a run that cleared `pending` only
@@ -19,7 +20,8 @@
  * sleeps), wakes the thread with one event.  Nothing waits on a clock: the
  * hook yields until the write is done, and a hang ends at the bound.
  */
-#include "timerhook.h"
+#include "libcwrap.h"
+#include "testlib.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -36,7 +38,7 @@ static _Atomic int held, go, s_tid;
 static void hook(long nr)
 {
 	if (nr != SYS_write) { /* (held at the write(2) only) */
-		th_hook_once(gettid(), hook);
+		wrap_hook_tid_once(gettid(), hook);
 		return;
 	}
 	atomic_store(&held, 1);
@@ -74,12 +76,12 @@ static void run(int kern)
 	REQUIRE(ep >= 0 && fd >= 0);
 	if (!kern) {
 		REQUIRE(ueventfd_coalesce(fd, &set, NULL) == 0);
-		tid = th_timer_tid();
+		tid = t_timer_tid();
 		if (!tid)
 			T_SKIP("no timer thread");
 		atomic_store(&held, 0);
 		atomic_store(&go, 0);
-		th_hook_once(tid, hook);
+		wrap_hook_tid_once(tid, hook);
 	}
 	REQUIRE((kern ? epoll_ctl : uepoll_ctl)(ep, EPOLL_CTL_ADD, fd, &ev) == 0);
 

@@ -7,15 +7,16 @@
  * A blocking ueventfd holds writes for DELAY_US.  One write of 1 arms the
  * timer; its run takes the held value (the exchange) and makes it
  * readable, and is held at that system call (the mirror's write(2)) through
- * a hook of the timer thread (timerhook.h).  Meanwhile a second write of 1
- * is held; then the run goes on.  A reader must get both (blocking reads
+ * a hook of the timer thread (libcwrap.h: wrap_hook_tid_once).  Meanwhile a
+ * second write of 1 is held; then the run goes on.  A reader must get both (blocking reads
  * until it has 2) within a bound far above DELAY_US: a run that cleared
  * `pending` only after its show would have made the second write arm
  * nothing, and its value would stay held for good.  The kernel's eventfd
  * (two writes of 1, then reads) gives 2.  Nothing waits on a clock: the
  * hook yields until the write is done, and a hang ends at the bound.
  */
-#include "timerhook.h"
+#include "libcwrap.h"
+#include "testlib.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,7 +32,7 @@ static _Atomic int held, go;
 static void hook(long nr)
 {
 	if (nr != SYS_write) { /* (held at the write(2) only) */
-		th_hook_once(gettid(), hook);
+		wrap_hook_tid_once(gettid(), hook);
 		return;
 	}
 	atomic_store(&held, 1);
@@ -76,10 +77,10 @@ int main(void)
 	fd = ueventfd(0, EFD_CLOEXEC);
 	REQUIRE(fd >= 0);
 	REQUIRE(ueventfd_coalesce(fd, &set, NULL) == 0);
-	tid = th_timer_tid();
+	tid = t_timer_tid();
 	if (!tid)
 		T_SKIP("no timer thread");
-	th_hook_once(tid, hook);
+	wrap_hook_tid_once(tid, hook);
 
 	CHECK_EQ(uepoll_write(fd, &one, 8), 8);
 	/* The run that shows it, held after its exchange of `held`. */

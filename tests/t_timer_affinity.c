@@ -10,36 +10,8 @@
  */
 #include "testlib.h"
 
-#include <dirent.h>
 #include <sched.h>
 #include <string.h>
-
-/* The tid of the thread named uepoll-timer, or -1. */
-static int timer_tid(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	int tid = -1;
-
-	if (!d)
-		return -1;
-	while (tid < 0 && (de = readdir(d))) {
-		char path[300], name[32] = "";
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		if (fgets(name, sizeof(name), f) && !strncmp(name, "uepoll-timer", 12))
-			tid = atoi(de->d_name);
-		fclose(f);
-	}
-	closedir(d);
-	return tid;
-}
 
 struct rd {
 	int fd, tid;
@@ -74,7 +46,7 @@ int main(void)
 	CPU_ZERO(&one);
 	CPU_SET(first, &one);
 	REQUIRE(sched_setaffinity(0, sizeof(one), &one) == 0);
-	CHECK_EQ(timer_tid(), -1); /* nothing armed yet: no thread */
+	CHECK_EQ(t_timer_tid(), 0); /* nothing armed yet: no thread */
 
 	u = ueventfd(0, 0);
 	REQUIRE(u >= 0);
@@ -86,7 +58,7 @@ int main(void)
 		t_sleep_ms(1);
 	REQUIRE(t_wait_sleeping(rd.tid, 5000));
 	CHECK_EQ(ueventfd_write(u, 5), 0);
-	tid = timer_tid();
+	tid = t_timer_tid();
 	CHECK(tid > 0);
 	if (tid > 0) {
 		REQUIRE(sched_getaffinity(tid, sizeof(got), &got) == 0);

@@ -130,6 +130,35 @@ void t_sort_events(struct epoll_event *ev, int n)
 		qsort(ev, (size_t)n, sizeof(*ev), t_ev_cmp);
 }
 
+/* The library's timer thread ("uepoll-timer", timer.c): its tid, 0 if the
+ * process has none. */
+int t_timer_tid(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+	int tid = 0;
+
+	REQUIRE(d);
+	while ((de = readdir(d))) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) &&
+		    !strncmp(comm, "uepoll-timer", 12))
+			tid = atoi(de->d_name);
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
+}
+
 int t_gettid(void)
 {
 	return (int)syscall(SYS_gettid);

@@ -67,6 +67,8 @@ void t_log_same(const struct t_log *k, const struct t_log *u,
 		const char *what);
 /* Kernel thread id of the caller. */
 int t_gettid(void);
+/* The library's timer thread ("uepoll-timer"): its tid, 0 if none. */
+int t_timer_tid(void);
 /*
  * Wait until thread tid has been asleep (state S) for a while, i.e. is most
  * likely blocked in the call it announced.  Returns 1 once it is, 0 if it was
