@@ -86,7 +86,7 @@ static inline void fr_spin(_Atomic int *flag, int want)
 		sched_yield();
 }
 
-static void fr__prepare(void)
+static inline void fr__prepare(void)
 {
 	if (fr_arm_fork) {
 		fr_arm_fork = 0;
@@ -122,10 +122,11 @@ static inline int fr_is_eventfd(int fd)
 	return strcmp(to, "anon_inode:[eventfd]") == 0;
 }
 
-/* The number the next fd made will get (the lowest free one). */
+/* The number the next fd made will get (the lowest free one; not dup(0):
+ * stdin may be closed). */
 static inline int fr_next_fd(void)
 {
-	int fd = dup(0);
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	REQUIRE(fd >= 0);
 	close(fd);

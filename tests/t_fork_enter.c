@@ -34,7 +34,7 @@
  * ThreadSanitizer, whose runtime makes the atomic operations (and takes
  * the fault) holding its own locks.
  */
-#include "libcwrap.h"
+#include "forkrace.h"
 #include "xproc.h"
 
 #include <elf.h>
@@ -125,45 +125,6 @@ static void *static_symbol(const char *name)
 	return val ? (void *)(bias + val) : NULL;
 }
 
-/* ---- as tests/forkrace.h ---------------------------------------------- */
-
-static int watch(int tid)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	REQUIRE(fd >= 0);
-	return fd;
-}
-
-static char state(int w)
-{
-	char buf[512], *p = NULL;
-	ssize_t n = pread(w, buf, sizeof(buf) - 1, 0);
-
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	for (char *q = buf; *q; q++)
-		if (*q == ')')
-			p = q;
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
-/* Until *flag (1), or the watched thread sleeps (0). */
-static int until(_Atomic int *flag, int w)
-{
-	for (;;) {
-		if (atomic_load(flag))
-			return 1;
-		if (state(w) == 'S')
-			return atomic_load(flag);
-		sched_yield();
-	}
-}
-
 /* ---- the stop, the hooks ---------------------------------------------- */
 
 /* The thread's store to the read-only page: it waits here. */
@@ -198,7 +159,7 @@ static void on_syscall(long nr, const long *a)
 	if (s_hook && lock__depth > 0 && nr != SYS_futex) {
 		s_hook = 0;
 		atomic_store(&F->in_lock, 1);
-		until(&F->forked, main_watch);
+		fr_until(&F->forked, 1, main_watch);
 	}
 }
 
@@ -210,7 +171,7 @@ static void late_prepare(void)
 		return;
 	late = 0;
 	atomic_store(&F->released, 1);
-	held = until(&F->in_lock, atomic_load(&F->s_watch));
+	held = fr_until(&F->in_lock, 1, atomic_load(&F->s_watch));
 }
 
 __attribute__((constructor(101))) static void late_register(void)
@@ -226,7 +187,7 @@ static void *thread_main(void *arg)
 	REQUIRE(warm >= 0);
 	CHECK_EQ(uepoll_close(warm), 0);
 	s_slot = lock__me;
-	atomic_store(&F->s_watch, watch(t_gettid()));
+	atomic_store(&F->s_watch, fr_watch(t_gettid()));
 	for (int round = 1;; round++) {
 		while (atomic_load(&F->go) != round && !atomic_load(&F->stop))
 			sched_yield();
@@ -322,7 +283,7 @@ int main(void)
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	REQUIRE(F != MAP_FAILED);
 	pid0 = getpid();
-	main_watch = watch(t_gettid());
+	main_watch = fr_watch(t_gettid());
 	REQUIRE(pthread_create(&th, NULL, thread_main, NULL) == 0);
 	while (!atomic_load(&F->s_watch))
 		sched_yield();

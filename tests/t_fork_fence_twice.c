@@ -31,7 +31,7 @@
  * first then opened it: the creation ran through the second fork, whose
  * child had the bare kernel eventfd (its write lost to the parent).
  */
-#include "libcwrap.h"
+#include "forkrace.h"
 #include "xproc.h"
 
 #include <fcntl.h>
@@ -54,65 +54,6 @@ static __thread int late;
  * call in its prepare handler; 2 the creation's eventfd2. */
 static __thread int hook_at;
 
-/* ---- as tests/forkrace.h (which goes with libcwrap's syscall()) ------ */
-
-static int watch(int tid)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	REQUIRE(fd >= 0);
-	return fd;
-}
-
-/* The watched thread's state letter; no allocation, no fd. */
-static char state(int w)
-{
-	char buf[512], *p = NULL;
-	ssize_t n = pread(w, buf, sizeof(buf) - 1, 0);
-
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	for (char *q = buf; *q; q++)
-		if (*q == ')')
-			p = q;
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
-/* Until *flag == want (1), or the watched thread sleeps (0). */
-static int until(_Atomic int *flag, int want, int w)
-{
-	for (;;) {
-		if (atomic_load(flag) == want)
-			return 1;
-		if (state(w) == 'S')
-			return atomic_load(flag) == want;
-		sched_yield();
-	}
-}
-
-static void spin_until(_Atomic int *flag, int want)
-{
-	while (atomic_load(flag) != want)
-		sched_yield();
-}
-
-static int is_eventfd(int fd)
-{
-	char path[64], to[64];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	n = readlink(path, to, sizeof(to) - 1);
-	if (n <= 0)
-		return 0;
-	to[n] = 0;
-	return strcmp(to, "anon_inode:[eventfd]") == 0;
-}
-
 /* ---- the hooks ------------------------------------------------------- */
 
 /* The library's system calls come here (tests/libcwrap.c, which defines
@@ -133,14 +74,14 @@ static void on_syscall_end(long nr, const long *a, long r)
 		int round = atomic_load(&cur);
 
 		hook_at = 0;
-		spin_until(&forked1, round);
-		until(&t3_hooked, round, creator_watch);
+		fr_spin(&forked1, round);
+		fr_until(&t3_hooked, round, creator_watch);
 	} else if (hook_at == 2 && nr == SYS_eventfd2) {
 		/* The kernel eventfd is made, the object not yet published:
 		 * the second fork goes on. */
 		hook_at = 0;
 		atomic_store(&t3_hooked, atomic_load(&cur));
-		until(&forked2, atomic_load(&cur), second_watch);
+		fr_until(&forked2, atomic_load(&cur), second_watch);
 	}
 }
 
@@ -162,10 +103,10 @@ static void late_prepare(void)
 	atomic_fetch_add(&fired, 1);
 	/* The second fork waits for this one, */
 	atomic_store(&go2, r);
-	until(&forked2, r, second_watch);
+	fr_until(&forked2, r, second_watch);
 	/* and so does a creation. */
 	atomic_store(&go3, r);
-	until(&created, r, creator_watch);
+	fr_until(&created, r, creator_watch);
 }
 
 __attribute__((constructor(101))) static void late_register(void)
@@ -177,7 +118,7 @@ __attribute__((constructor(101))) static void late_register(void)
 
 static _Noreturn void second_child(void)
 {
-	if (!is_eventfd(next_fd))
+	if (!fr_is_eventfd(next_fd))
 		_exit(0);
 	atomic_store(child_copied, 1);
 	_exit(ueventfd_write(next_fd, 1) == 0 ? 0 : 2);
@@ -185,7 +126,7 @@ static _Noreturn void second_child(void)
 
 static void *second(void *arg)
 {
-	atomic_store(&second_watch, watch(t_gettid()));
+	atomic_store(&second_watch, fr_watch(t_gettid()));
 	for (int round = 1;; round++) {
 		struct t_child c;
 
@@ -208,7 +149,7 @@ static void *second(void *arg)
 
 static void *creator(void *arg)
 {
-	atomic_store(&creator_watch, watch(t_gettid()));
+	atomic_store(&creator_watch, fr_watch(t_gettid()));
 	for (int round = 1;; round++) {
 		int fd;
 
@@ -250,9 +191,7 @@ int main(void)
 		struct t_child c;
 		uint64_t v = 0;
 
-		next_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		REQUIRE(next_fd >= 0);
-		close(next_fd);
+		next_fd = fr_next_fd();
 		atomic_store(child_copied, 0);
 		atomic_store(&cur, r);
 		x_step("uepoll", "two forks and a creation");
@@ -263,8 +202,8 @@ int main(void)
 		/* Its parent handlers are done: the fence and gate open. */
 		atomic_store(&forked1, r);
 		CHECK_EQ(t_child_reap(&c, 10000, "the first fork's child"), 0);
-		spin_until(&reaped2, r);
-		spin_until(&created, r);
+		fr_spin(&reaped2, r);
+		fr_spin(&created, r);
 		x_step_end();
 		REQUIRE(newfd == next_fd);
 		CHECK_EQ(second_status, 0);
