@@ -92,9 +92,8 @@ static void *r_main(void *arg)
 static int round1(int mode)
 {
 	const char *name = mode == SHARED ? "shared" : "nopoll";
-	struct t_child c;
 	pthread_t r;
-	int park[2] = { -1, -1 };
+	struct x_park park;
 	uint64_t v = 1;
 	void *ret;
 
@@ -107,19 +106,7 @@ static int round1(int mode)
 	REQUIRE(fd >= 0);
 	ctr = ((struct uefd *)(void *)fdtab_peek(fd))->sh;
 	if (mode == SHARED) {
-		/* Shared from the fork on; the child parks until the end. */
-		REQUIRE(pipe(park) == 0);
-		pid_t p = x_fork(&c);
-
-		REQUIRE(p >= 0);
-		if (p == 0) {
-			char b;
-
-			close(park[1]);
-			(void)!read(park[0], &b, 1);
-			_exit(0);
-		}
-		close(park[0]);
+		x_park(&park); /* the fd shared from here on */
 	}
 
 	x_step(name, "R watches the counter and reads");
@@ -150,8 +137,7 @@ static int round1(int mode)
 		CHECK(!atomic_load(&timed_out));
 	}
 	if (mode == SHARED) {
-		close(park[1]);
-		t_child_reap(&c, 10000, "the parked child");
+		x_unpark(&park);
 	}
 	CHECK_EQ(uepoll_close(fd), 0);
 	if (atomic_load(&r_ready) < 0) {

@@ -97,9 +97,9 @@ static void kernel_ref(int *ev0, uint64_t *got, int *ev1)
 
 int main(void)
 {
-	struct t_child c;
 	pthread_t h, r[RAISERS];
-	int park[2], kev0, kev1, ev0, ev1;
+	struct x_park park;
+	int kev0, kev1, ev0, ev1;
 	uint64_t v, kgot;
 	void *ret;
 
@@ -109,18 +109,7 @@ int main(void)
 
 	fd = ueventfd(0, EFD_CLOEXEC);
 	REQUIRE(fd >= 0);
-	/* Shared from the fork on; the child parks until the end. */
-	REQUIRE(pipe(park) == 0);
-	pid_t p = x_fork(&c);
-	REQUIRE(p >= 0);
-	if (p == 0) {
-		char b;
-
-		close(park[1]);
-		(void)!read(park[0], &b, 1);
-		_exit(0);
-	}
-	close(park[0]);
+	x_park(&park); /* the fd shared from here on */
 
 	x_step("uepoll", "H reaches its fill, the lock held");
 	REQUIRE(pthread_create(&h, NULL, h_main, NULL) == 0);
@@ -165,8 +154,7 @@ int main(void)
 	CHECK_EQ(ev1, kev1);
 	x_step_end();
 
-	close(park[1]);
-	t_child_reap(&c, 10000, "the parked child");
+	x_unpark(&park);
 	CHECK_EQ(uepoll_close(fd), 0);
 	return t_end();
 }

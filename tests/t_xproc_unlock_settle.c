@@ -65,9 +65,9 @@ static void *h_main(void *arg)
 
 int main(void)
 {
-	struct t_child c;
 	pthread_t h;
-	int park[2], ev;
+	struct x_park park;
+	int ev;
 	uint64_t v = FULL - 1;
 	void *ret;
 
@@ -76,17 +76,7 @@ int main(void)
 	fd = ueventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	REQUIRE(fd >= 0);
 	ctr = ((struct uefd *)(void *)fdtab_peek(fd))->sh;
-	REQUIRE(pipe(park) == 0);
-	pid_t p = x_fork(&c);
-	REQUIRE(p >= 0);
-	if (p == 0) {
-		char b;
-
-		close(park[1]);
-		(void)!read(park[0], &b, 1);
-		_exit(0);
-	}
-	close(park[0]);
+	x_park(&park); /* the fd shared from here on */
 
 	x_step("uepoll", "H writes 1, stopped at its settle's look");
 	REQUIRE(pthread_create(&h, NULL, h_main, NULL) == 0);
@@ -105,8 +95,7 @@ int main(void)
 	REQUIRE(pthread_join(h, &ret) == 0);
 	x_step_end();
 	if (atomic_load(&h_ready) < 0) {
-		close(park[1]);
-		t_child_reap(&c, 10000, "the parked child");
+		x_unpark(&park);
 		uepoll_close(fd);
 		T_SKIP("no perf breakpoint with sigtrap here");
 	}
@@ -122,8 +111,7 @@ int main(void)
 	CHECK(v == FULL);
 	CHECK_EQ(x_poll(fd, POLLIN | POLLOUT, 0), POLLOUT);
 
-	close(park[1]);
-	t_child_reap(&c, 10000, "the parked child");
+	x_unpark(&park);
 	CHECK_EQ(uepoll_close(fd), 0);
 	return t_end();
 }

@@ -71,9 +71,8 @@ static void w_after(long nr)
 
 int main(void)
 {
-	struct t_child c;
 	pthread_t r;
-	int park[2];
+	struct x_park park;
 	uint64_t v = 1;
 	void *ret;
 
@@ -82,17 +81,7 @@ int main(void)
 	wrap_hook_all(on_syscall, NULL);
 	fd = ueventfd(0, EFD_CLOEXEC);
 	REQUIRE(fd >= 0);
-	REQUIRE(pipe(park) == 0);
-	pid_t p = x_fork(&c);
-	REQUIRE(p >= 0);
-	if (p == 0) {
-		char b;
-
-		close(park[1]);
-		(void)!read(park[0], &b, 1);
-		_exit(0);
-	}
-	close(park[0]);
+	x_park(&park); /* the fd shared from here on */
 
 	x_step("uepoll", "R blocks in its read");
 	REQUIRE(pthread_create(&r, NULL, r_main, NULL) == 0);
@@ -117,8 +106,7 @@ int main(void)
 				"came before the CAS\n");
 	CHECK(!atomic_load(&slept_after));
 
-	close(park[1]);
-	t_child_reap(&c, 10000, "the parked child");
+	x_unpark(&park);
 	CHECK_EQ(uepoll_close(fd), 0);
 	return t_end();
 }

@@ -113,6 +113,38 @@ static inline pid_t x_fork(struct t_child *c)
 	return p;
 }
 
+/* A child forked and parked until x_unpark(): the ueventfds made before
+ * are shared (SHARED) from the fork on, while it lives. */
+struct x_park {
+	struct t_child c;
+	int fd; /* the pipe's write end: its close lets the child go */
+};
+
+static inline void x_park(struct x_park *k)
+{
+	int pp[2];
+	pid_t p;
+
+	REQUIRE(pipe(pp) == 0);
+	p = x_fork(&k->c);
+	REQUIRE(p >= 0);
+	if (p == 0) {
+		char b;
+
+		close(pp[1]);
+		(void)!read(pp[0], &b, 1);
+		_exit(0);
+	}
+	close(pp[0]);
+	k->fd = pp[1];
+}
+
+static inline void x_unpark(struct x_park *k)
+{
+	close(k->fd);
+	t_child_reap(&k->c, 10000, "the parked child");
+}
+
 /* ---- a child's log, through a pipe ------------------------------------ */
 
 static inline void x_log_send(int fd, const struct t_log *l)
