@@ -277,6 +277,7 @@
 #include "uepoll.h"
 
 #include "bell.h"
+#include "fdzone.h"
 #include "lock.h"
 
 int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
@@ -285,12 +286,13 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 				  .data.u64 = data };
 	int r;
 
-	b->fd = sys_eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	/* Out of the program's way (fdzone.c). */
+	b->fd = fdzone_eventfd(EFD_NONBLOCK | EFD_CLOEXEC);
 	if (b->fd < 0)
 		return b->fd;
 	r = sys_epoll_ctl(epfd, EPOLL_CTL_ADD, b->fd, &ev);
 	if (r < 0) {
-		sys_close(b->fd);
+		fdzone_close(b->fd);
 		b->fd = -1;
 		return r;
 	}
@@ -317,7 +319,7 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 void bell_close(struct bell *b)
 {
 	if (b->fd >= 0)
-		sys_close(b->fd);
+		fdzone_close(b->fd);
 	b->fd = -1;
 }
 

@@ -116,6 +116,7 @@
 #include "eventfd.h"
 #include "fdtab.h"
 #include "bell.h"
+#include "fdzone.h"
 #include "lock.h"
 #include "port.h"
 #include "sys.h"
@@ -276,7 +277,7 @@ int uefd_create(unsigned int initval, int flags)
 		uobj_free(o);
 		return fd;
 	}
-	o->kfd = sys_dup_private(fd);
+	o->kfd = fdzone_dup(fd);
 	if (o->kfd < 0) {
 		r = o->kfd;
 		goto err_fd;
@@ -1664,7 +1665,7 @@ static void uefd__release(struct uobj *o)
 
 	lock_take(&e->wq.lock);
 	if (o->kfd >= 0)
-		sys_close(o->kfd);
+		fdzone_close(o->kfd);
 	o->kfd = -1;
 	/* The counter's block too (a child sees it freed here or not). */
 	shm_free(e->sh);

@@ -69,7 +69,7 @@
  * taking nothing inside (but as noted): turn->lock (turn.c), an
  * instance's batching policy's lock (batch.c), obj__lock
  * (obj.c; takes a pool lock inside, and makes dup's system call inside:
- * NUMBERS), the pool locks (obj.c), the timer's
+ * NUMBERS), the pool locks (obj.c), fdzone__lock (fdzone.c), the timer's
  * lock (timer.c; its thread takes it directly, outside lock_take).
  */
 #ifndef UEPOLL_LOCK_H

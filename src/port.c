@@ -46,6 +46,7 @@
 #include "eventfd.h"
 #include "fdtab.h"
 #include "krec.h"
+#include "fdzone.h"
 #include "lock.h"
 #include "port.h"
 #include "sys.h"
@@ -102,7 +103,7 @@ int port_create(int flags, unsigned int uflags)
 		uobj_free(o);
 		return fd;
 	}
-	o->kfd = sys_dup_private(fd);
+	o->kfd = fdzone_dup(fd);
 	if (o->kfd < 0) {
 		r = o->kfd;
 		goto err;
@@ -138,7 +139,7 @@ int port_create(int flags, unsigned int uflags)
 err:
 	bell_close(&p->bell);
 	if (o->kfd >= 0)
-		sys_close(o->kfd);
+		fdzone_close(o->kfd);
 	sys_close(fd);
 	uobj_free(o);
 	return r;
@@ -677,7 +678,7 @@ static void port__release(struct uobj *o)
 	}
 	bell_close(&p->bell);
 	if (o->kfd >= 0)
-		sys_close(o->kfd);
+		fdzone_close(o->kfd);
 	o->kfd = -1;
 	lock_drop(&p->mtx);
 	rq_destroy(&p->rq); /* frees items retired while queued */

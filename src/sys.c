@@ -31,6 +31,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -337,9 +338,31 @@ int sys_fcntl_getfd(int fd)
 	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_GETFD));
 }
 
-int sys_dup_private(int fd)
+int sys_nofile(const struct rlimit *set, struct rlimit *get)
 {
-	return (int)sys__ret(sys__libc.syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 0));
+	/* prlimit64's structure is two 64-bit numbers on every ABI. */
+	struct {
+		uint64_t cur, max;
+	} n, o;
+	long r;
+
+	if (set) {
+		n.cur = set->rlim_cur == RLIM_INFINITY ? UINT64_MAX
+						       : set->rlim_cur;
+		n.max = set->rlim_max == RLIM_INFINITY ? UINT64_MAX
+						       : set->rlim_max;
+	}
+	r = sys__libc.syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, set ? &n : NULL,
+			      get ? &o : NULL);
+	if (r < 0)
+		return -errno;
+	if (get) {
+		get->rlim_cur = o.cur > (rlim_t)-1 ? RLIM_INFINITY
+						   : (rlim_t)o.cur;
+		get->rlim_max = o.max > (rlim_t)-1 ? RLIM_INFINITY
+						   : (rlim_t)o.max;
+	}
+	return 0;
 }
 
 void sys_eventfd_signal(int fd)

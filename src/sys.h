@@ -44,8 +44,10 @@ int sys_fcntl_getfd(int fd);
  * argument, as the kernel answers them. */
 int sys_dup3(int oldfd, int newfd, int flags);
 int sys_fcntl(int fd, int cmd, void *arg);
-/* A private duplicate of fd (close-on-exec). */
-int sys_dup_private(int fd);
+/* This process's RLIMIT_NOFILE: set it to *set (if set), read the old
+ * value into *get (if get): prlimit(2). */
+struct rlimit;
+int sys_nofile(const struct rlimit *set, struct rlimit *get);
 /* Wake an eventfd: add 1 to its counter. */
 void sys_eventfd_signal(int fd);
 /* Add v to an eventfd's counter (the caller knows it fits). */

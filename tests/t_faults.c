@@ -25,6 +25,7 @@
  * The library's allocation sites (docs/reliability.md):
  *   obj.c    uobj_alloc: aligned_alloc of a ueventfd / instance
  *   fdtab.c  fdtab__slot_of: calloc of a chunk of the fd table
+ *   fdzone.c fdzone__word: calloc of a chunk of the private fds' bitmap
  *   port.c   port__ctl_user: calloc of an item (ueventfd watched)
  *   krec.c   krec__new: calloc of a record (nested instance, or a
  *            kernel fd added with EPOLLROUNDROBIN)
@@ -293,8 +294,9 @@ static void scen_efd(void)
 {
 	struct ctx c = { 0 };
 
-	/* object memory, then the fd table's first chunk */
-	fault_loop("ueventfd", &c, op_ueventfd, probe_new_efd, 2, 2);
+	/* object memory, the private fds' first chunk, then the fd table's
+	 * first chunk */
+	fault_loop("ueventfd", &c, op_ueventfd, probe_new_efd, 3, 3);
 }
 
 static void scen_instance(void)

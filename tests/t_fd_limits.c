@@ -6,11 +6,16 @@
  * soft limit set to (first free number + k) exactly k more fds can be
  * opened (limit_free).  Then, for k = 0, 1, 2, 3:
  *   - eventfd/ueventfd, epoll_create1/uepoll_create1, uepoll_create and
- *     uepoll_create2: EMFILE when no fd is left, like the kernel's; a
- *     ueventfd needs two fds (its public one and the private duplicate the
+ *     uepoll_create2: EMFILE exactly when the kernel's calls give it.  A
+ *     ueventfd has two fds (its public one and the private duplicate the
  *     library uses) and a uepoll instance three (the same two and its
- *     doorbell, uepoll.h), so with fewer left they fail with EMFILE where
- *     the kernel's calls succeed, and leave no fd behind;
+ *     doorbell), but the private ones are placed above the soft limit when
+ *     the hard one leaves room (src/fdzone.c, ABOVE);
+ *   - the same with the hard limit equal to the soft one (in a child each
+ *     time: a lowered hard limit cannot be raised again): the private fds
+ *     then take numbers below the limit (TOP), so with fewer than two (or
+ *     three) left the library's calls fail with EMFILE where the kernel's
+ *     succeed (documented), and leave no fd behind;
  *   - with no fd left, every call that opens none (ctl ADD/MOD/DEL of a
  *     ueventfd, a pipe, a nested instance, a round-robin registration;
  *     waits; reads and writes; closes) gives the kernel's result.
@@ -19,11 +24,15 @@
 #include "testlib.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int fillers[8192], nfill;
 static struct rlimit saved;
+/* TOP: limit_free sets the hard limit to the soft one (a child only). */
+static bool top;
 
 /* Make the free fd numbers contiguous from the returned number upward. */
 static int fill_holes(void)
@@ -52,11 +61,20 @@ static void limit_free(int k)
 
 	REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
 	r.rlim_cur = (rlim_t)(fill_holes() + k);
+	if (top) {
+		r.rlim_max = r.rlim_cur;
+		/* valgrind refuses to move the hard limit (its own fds sit
+		 * at the top): this child then skips. */
+		if (setrlimit(RLIMIT_NOFILE, &r) != 0 && errno == EPERM)
+			_exit(77);
+	}
 	REQUIRE(setrlimit(RLIMIT_NOFILE, &r) == 0);
 }
 
 static void unlimit(void)
 {
+	if (top)
+		return; /* the child exits instead */
 	REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
 }
 
@@ -76,64 +94,92 @@ static void cmp_create(const char *what, int k, int rk, int ek, int ru, int eu,
 		CHECK_EQ(uepoll_close(ru), 0);
 }
 
+/* The open numbers below 8192 (fillers included). */
+static int open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 8192; fd++)
+		n += fcntl(fd, F_GETFD) != -1;
+	return n;
+}
+
+/* What the library needs free below the soft limit: 1 with room above it
+ * (ABOVE), else n, the object's fds. */
+static int need(int n)
+{
+	return top ? n : 1;
+}
+
+/* Case `which` (0: eventfd, 1: epoll_create1, 2: epoll_create, 3:
+ * uepoll_create2 with UEPOLL_WAKE_FIFO) with k fds free. */
+static void creates(int k, int which)
+{
+	int fds, rk = -1, ru, ek = 0, eu;
+
+	limit_free(k);
+	/* With the fillers; no fd needed to count (TOP has none to spare). */
+	fds = open_fds();
+	errno = 0;
+	if (which == 0)
+		rk = eventfd(1, EFD_NONBLOCK);
+	else if (which == 1)
+		rk = epoll_create1(EPOLL_CLOEXEC);
+	else if (which == 2)
+		rk = epoll_create(1);
+	ek = errno;
+	if (rk >= 0)
+		close(rk);
+	errno = 0;
+	ru = which == 0	  ? ueventfd(1, EFD_NONBLOCK)
+	     : which == 1 ? uepoll_create1(EPOLL_CLOEXEC)
+	     : which == 2 ? uepoll_create(1)
+			  : uepoll_create2(0, UEPOLL_WAKE_FIFO);
+	eu = errno;
+	unlimit();
+	if (which < 3)
+		cmp_create(which == 0	? "eventfd"
+			   : which == 1 ? "epoll_create1"
+					: "epoll_create",
+			   k, rk, ek, ru, eu, k ? 0 : EMFILE,
+			   k >= need(which ? 3 : 2) ? 0 : EMFILE);
+	else if (k >= need(3))
+		CHECK(ru >= 0 && uepoll_close(ru) == 0);
+	else
+		CHECK(ru == -1 && eu == EMFILE);
+	CHECK_EQ(open_fds(), fds);
+}
+
 static void test_creates(void)
 {
-	for (int k = 0; k <= 3; k++) {
-		/* fillers (fill_holes) are not counted */
-		int fds = t_count_fds() - nfill, rk, ru, ek, eu;
+	for (int k = 0; k <= 3; k++)
+		for (int w = 0; w < 4; w++)
+			creates(k, w);
+	/* TOP: each in a child, whose hard limit stays lowered. */
+	for (int k = 0; k <= 3; k++)
+		for (int w = 0; w < 4; w++) {
+			pid_t pid = fork();
+			int st;
 
-		limit_free(k);
-		errno = 0;
-		rk = eventfd(1, EFD_NONBLOCK);
-		ek = errno;
-		if (rk >= 0)
-			close(rk);
-		errno = 0;
-		ru = ueventfd(1, EFD_NONBLOCK);
-		eu = errno;
-		unlimit();
-		/* documented: a ueventfd takes two fds */
-		cmp_create("eventfd", k, rk, ek, ru, eu, k ? 0 : EMFILE,
-			   k >= 2 ? 0 : EMFILE);
-
-		limit_free(k);
-		errno = 0;
-		rk = epoll_create1(EPOLL_CLOEXEC);
-		ek = errno;
-		if (rk >= 0)
-			close(rk);
-		errno = 0;
-		ru = uepoll_create1(EPOLL_CLOEXEC);
-		eu = errno;
-		unlimit();
-		/* documented: an instance takes three fds */
-		cmp_create("epoll_create1", k, rk, ek, ru, eu, k ? 0 : EMFILE,
-			   k >= 3 ? 0 : EMFILE);
-
-		limit_free(k);
-		errno = 0;
-		rk = epoll_create(1);
-		ek = errno;
-		if (rk >= 0)
-			close(rk);
-		errno = 0;
-		ru = uepoll_create(1);
-		eu = errno;
-		unlimit();
-		cmp_create("epoll_create", k, rk, ek, ru, eu, k ? 0 : EMFILE,
-			   k >= 3 ? 0 : EMFILE);
-
-		limit_free(k);
-		errno = 0;
-		ru = uepoll_create2(0, UEPOLL_WAKE_FIFO);
-		eu = errno;
-		unlimit();
-		if (k >= 3)
-			CHECK(ru >= 0 && uepoll_close(ru) == 0);
-		else
-			CHECK(ru == -1 && eu == EMFILE);
-		CHECK_EQ(t_count_fds() - nfill, fds);
-	}
+			REQUIRE(pid >= 0);
+			if (pid == 0) {
+				top = true;
+				creates(k, w);
+				fflush(NULL);
+				_exit(t_failures ? 1 : 0);
+			}
+			REQUIRE(waitpid(pid, &st, 0) == pid);
+			if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
+				fprintf(stderr, "TOP: the hard limit cannot be "
+						"lowered here (valgrind?): not run\n");
+				return;
+			}
+			if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+				fprintf(stderr, "TOP, case %d, %d fd(s) free: failed\n",
+					w, k);
+				t_failures++;
+			}
+		}
 }
 
 /* One world's objects, made before the limit is lowered. */
