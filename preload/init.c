@@ -15,6 +15,8 @@
  */
 #include <errno.h>
 
+#include "uepoll.h"
+
 #include "fdtab.h"
 #include "sys.h"
 
@@ -67,4 +69,37 @@ bool preload_is_object(int fd)
 bool preload_is_eventfd(int fd)
 {
 	return preload__type(fd) == UOBJ_EVENTFD;
+}
+
+atomic_bool preload__plain;
+
+void preload_go_plain(void)
+{
+	int e = errno;
+
+	/* seq_cst, then the walk: pairs with preload_made's fence and load
+	 * (a creation either is seen by the walk or sees the flag). */
+	if (atomic_exchange(&preload__plain, true))
+		return;
+	for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
+		if (uepoll_demote(fd) == 0)
+			stats_add(STAT_DEMOTES);
+		if (fd == INT32_MAX)
+			break;
+	}
+	errno = e;
+}
+
+int preload_made(int fd)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (fd >= 0 && atomic_load_explicit(&preload__plain,
+					    memory_order_relaxed)) {
+		int e = errno;
+
+		if (uepoll_demote(fd) == 0)
+			stats_add(STAT_DEMOTES);
+		errno = e;
+	}
+	return fd;
 }

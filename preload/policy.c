@@ -46,4 +46,5 @@ void policy_load(void)
 	policy.stats = policy__flag("UEPOLL_STATS");
 	policy.min_wait_us = policy__u32("UEPOLL_MIN_WAIT_US");
 	policy.nopoll = policy__flag("UEPOLL_NOPOLL");
+	policy.no_iouring = policy__flag("UEPOLL_NO_IOURING");
 }

@@ -21,10 +21,13 @@
 #include <stdio.h>
 #include <poll.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+
+#include "fns.h"
 
 /* A wrapper: exported from the .so (everything else is hidden). */
 #define PRELOAD_WRAP __attribute__((visibility("default")))
@@ -39,6 +42,18 @@ static inline bool preload_ready(void)
 {
 	return atomic_load_explicit(&preload__ready, memory_order_acquire);
 }
+/* PLAIN (init.c): after the process's first io_uring ring (wrap_aio.c)
+ * nothing is accelerated any more: the creation wrappers make kernel
+ * objects.  preload_go_plain() demotes every object there is; a creation
+ * that began before it ends with preload_made(), which demotes the new
+ * object if it came too late for the walk. */
+extern atomic_bool preload__plain;
+static inline bool preload_plain(void)
+{
+	return atomic_load_explicit(&preload__plain, memory_order_relaxed);
+}
+void preload_go_plain(void);
+int preload_made(int fd);
 /* The value a uepoll call returned, with the caller's errno e put back on
  * success: the library may leave errno changed by an internal system call
  * that failed on the way to a success (a kernel call never does). */
@@ -65,58 +80,9 @@ bool preload_is_eventfd(int fd);
  * started called back into a wrapper): the callers then use
  * real_syscall_raw. */
 struct real_fns {
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*write)(int, const void *, size_t);
-	int (*close)(int);
-	int (*close_range)(unsigned int, unsigned int, int);
-	void (*closefrom)(int);
-	int (*dup)(int);
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	int (*fcntl)(int, int, ...);
-	int (*fcntl64)(int, int, ...);
-	long (*syscall)(long, ...);
-	int (*eventfd)(unsigned int, int);
-	int (*eventfd_read)(int, uint64_t *);
-	int (*eventfd_write)(int, uint64_t);
-	int (*epoll_create)(int);
-	int (*epoll_create1)(int);
-	int (*epoll_ctl)(int, int, int, struct epoll_event *);
-	int (*epoll_wait)(int, struct epoll_event *, int, int);
-	int (*epoll_pwait)(int, struct epoll_event *, int, int,
-			   const sigset_t *);
-	int (*epoll_pwait2)(int, struct epoll_event *, int,
-			    const struct timespec *, const sigset_t *);
-	ssize_t (*__read_chk)(int, void *, size_t, size_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*writev)(int, const struct iovec *, int);
-	ssize_t (*sendmsg)(int, const struct msghdr *, int);
-	int (*execve)(const char *, char *const[], char *const[]);
-	int (*execv)(const char *, char *const[]);
-	int (*execvp)(const char *, char *const[]);
-	int (*execvpe)(const char *, char *const[], char *const[]);
-	int (*fexecve)(int, char *const[], char *const[]);
-	int (*posix_spawn)(pid_t *, const char *,
-			   const posix_spawn_file_actions_t *,
-			   const posix_spawnattr_t *, char *const[],
-			   char *const[]);
-	int (*posix_spawnp)(pid_t *, const char *,
-			    const posix_spawn_file_actions_t *,
-			    const posix_spawnattr_t *, char *const[],
-			    char *const[]);
-	int (*system)(const char *);
-	FILE *(*popen)(const char *, const char *);
-	pid_t (*fork)(void);
-	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
-	int (*poll)(struct pollfd *, nfds_t, int);
-	int (*__poll_chk)(struct pollfd *, nfds_t, int, size_t);
-	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *,
-		     const sigset_t *);
-	int (*__ppoll_chk)(struct pollfd *, nfds_t, const struct timespec *,
-			   const sigset_t *, size_t);
-	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
-	int (*pselect)(int, fd_set *, fd_set *, fd_set *,
-		       const struct timespec *, const sigset_t *);
+#define PRELOAD__FIELD(ret, name, params) ret(*name) params;
+	PRELOAD_LIBC(PRELOAD__FIELD)
+#undef PRELOAD__FIELD
 };
 /* The table, filled entry by entry on first use. */
 extern struct real_fns real__fns;
@@ -141,6 +107,7 @@ struct policy {
 	bool stats;	      /* UEPOLL_STATS=1 */
 	uint32_t min_wait_us; /* UEPOLL_MIN_WAIT_US=N */
 	bool nopoll;	      /* UEPOLL_NOPOLL=1 (wrap_poll.c) */
+	bool no_iouring;      /* UEPOLL_NO_IOURING=1 (wrap_aio.c) */
 };
 extern struct policy policy;
 void policy_load(void);
@@ -188,6 +155,12 @@ int fd_close(int fd);
 int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2);
 int fd_close_range(unsigned int first, unsigned int last, int flags,
 		   bool via_syscall);
+
+/* ---- wrap_aio.c, wrap_limit.c: syscall(2)'s routes to them -------------- */
+
+void aio_demote_resfds(long nr, void *const *iocbs);
+long aio_uring_setup(long entries, long params);
+long limit_syscall(long nr, long pid, long res, const long *a);
 
 /* ---- wrap_exec.c ------------------------------------------------------- */
 

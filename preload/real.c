@@ -48,49 +48,11 @@ void *real__get(void **slot, const char *name)
 void real_resolve_all(void)
 {
 	/* Each REAL() stores what it found; the values are not needed here
-	 * (a name the libc lacks, such as closefrom before glibc 2.34, stays
-	 * NULL and its wrapper answers ENOSYS). */
-	(void)REAL(read);
-	(void)REAL(write);
-	(void)REAL(close);
-	(void)REAL(close_range);
-	(void)REAL(closefrom);
-	(void)REAL(dup);
-	(void)REAL(dup2);
-	(void)REAL(dup3);
-	(void)REAL(fcntl);
-	(void)REAL(fcntl64);
-	(void)REAL(syscall);
-	(void)REAL(eventfd);
-	(void)REAL(eventfd_read);
-	(void)REAL(eventfd_write);
-	(void)REAL(epoll_create);
-	(void)REAL(epoll_create1);
-	(void)REAL(epoll_ctl);
-	(void)REAL(epoll_wait);
-	(void)REAL(epoll_pwait);
-	(void)REAL(epoll_pwait2);
-	(void)REAL(__read_chk);
-	(void)REAL(readv);
-	(void)REAL(writev);
-	(void)REAL(sendmsg);
-	(void)REAL(execve);
-	(void)REAL(execv);
-	(void)REAL(execvp);
-	(void)REAL(execvpe);
-	(void)REAL(fexecve);
-	(void)REAL(posix_spawn);
-	(void)REAL(posix_spawnp);
-	(void)REAL(system);
-	(void)REAL(popen);
-	(void)REAL(fork);
-	(void)REAL(sendmmsg);
-	(void)REAL(poll);
-	(void)REAL(__poll_chk);
-	(void)REAL(ppoll);
-	(void)REAL(__ppoll_chk);
-	(void)REAL(select);
-	(void)REAL(pselect);
+	 * (a name the libc lacks, such as closefrom before glibc 2.34, or
+	 * io_submit without libaio, stays NULL: its wrapper says what then). */
+#define REAL__RESOLVE(ret, name, params) (void)REAL(name);
+	PRELOAD_LIBC(REAL__RESOLVE)
+#undef REAL__RESOLVE
 }
 
 #if defined(__x86_64__)

@@ -34,6 +34,9 @@ static void run__usage(FILE *f)
 	      "                     thread of an instance takes a wakeup\n"
 	      "  --nopoll           UEPOLL_NOPOLL=1: fds kept exact only once\n"
 	      "                     poll(), select() or a kernel epoll look\n"
+	      "  --no-io-uring      UEPOLL_NO_IOURING=1: io_uring_setup through\n"
+	      "                     syscall() fails with ENOSYS, instead of\n"
+	      "                     ending the acceleration for the process\n"
 	      "  --stats            UEPOLL_STATS=1: counters on stderr at exit\n"
 	      "  --preload PATH     the preload library (default: next to\n"
 	      "                     uepoll-run, else " UEPOLL_PRELOAD_PATH ")\n"
@@ -155,6 +158,8 @@ int main(int argc, char *argv[])
 			run__set("UEPOLL_NOSPIN", "1");
 		} else if (!strcmp(o, "--nopoll")) {
 			run__set("UEPOLL_NOPOLL", "1");
+		} else if (!strcmp(o, "--no-io-uring")) {
+			run__set("UEPOLL_NO_IOURING", "1");
 		} else if (!strcmp(o, "--fifo")) {
 			run__set("UEPOLL_WAKE_FIFO", "1");
 		} else if (!strcmp(o, "--stats")) {

@@ -30,9 +30,11 @@
 #define PRELOAD_RR_BIT27 (1u << 27)
 #define PRELOAD_EPOLL_CTL_MIN_WAIT 4
 
-/* The policies' options on a new instance.  A min-wait that cannot be set
- * (it can only fail for want of memory) fails the creation, as the
- * program asked for behaviour it would otherwise silently not get. */
+/* The policies' options on a new instance.  Where the instance cannot be
+ * made with them (no fd or memory left for the library's part), the
+ * program gets the kernel's epoll: a call that succeeds natively does not
+ * fail under the layer (its options are the user's wish, not the
+ * program's). */
 static int epoll__create(int flags)
 {
 	unsigned int uflags = (policy.nospin ? UEPOLL_NOSPIN : 0) |
@@ -41,39 +43,38 @@ static int epoll__create(int flags)
 	int e = errno;
 	int fd = uflags ? uepoll_create2(flags, uflags) : uepoll_create1(flags);
 
+	/* No room for the library's own fds (src/fdzone.c), no memory, a
+	 * min-wait that cannot be set: the kernel's epoll, or the kernel's
+	 * error (its EINVAL for bad flags too). */
 	if (fd < 0)
-		return fd;
+		goto plain;
 	stats_add(STAT_INSTANCES);
 	if (policy.min_wait_us) {
 		struct uepoll_batch b = { .min_wait_us = policy.min_wait_us };
 
 		if (uepoll_batch(fd, &b, NULL) < 0) {
-			int be = errno;
-
 			uepoll_close(fd);
-			errno = be;
-			return -1;
+			goto plain;
 		}
 	}
 	errno = e;
-	return fd;
+	return preload_made(fd);
+plain:
+	errno = e;
+	return REAL(epoll_create1)(flags);
 }
 
 PRELOAD_WRAP int epoll_create1(int flags)
 {
-	if (!preload_ready())
+	if (!preload_ready() || preload_plain())
 		return REAL(epoll_create1)(flags);
 	return epoll__create(flags);
 }
 
 PRELOAD_WRAP int epoll_create(int size)
 {
-	if (!preload_ready())
+	if (!preload_ready() || preload_plain() || size <= 0)
 		return REAL(epoll_create)(size);
-	if (size <= 0) {
-		errno = EINVAL;
-		return -1;
-	}
 	return epoll__create(0);
 }
 

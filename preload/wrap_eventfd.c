@@ -19,14 +19,20 @@ PRELOAD_WRAP int eventfd(unsigned int initval, int flags)
 {
 	int e = errno, fd;
 
-	if (!preload_ready() ||
+	if (!preload_ready() || preload_plain() ||
 	    flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
 		return REAL(eventfd)(initval, flags);
 	/* UEPOLL_NOPOLL=1: exact only once something polls it (wrap_poll.c). */
 	fd = ueventfd(initval, flags | (policy.nopoll ? UEVENTFD_NOPOLL : 0));
-	if (fd >= 0)
-		stats_add(STAT_EVENTFDS);
-	return (int)preload_keep_errno(e, fd);
+	/* No room for the library's own fds (src/fdzone.c), no memory: the
+	 * kernel's eventfd, or the kernel's error. */
+	if (fd < 0) {
+		errno = e;
+		return REAL(eventfd)(initval, flags);
+	}
+	stats_add(STAT_EVENTFDS);
+	errno = e;
+	return preload_made(fd);
 }
 
 PRELOAD_WRAP int eventfd_read(int fd, eventfd_t *value)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wrap_fd.c - every way to close or replace a number: close, close_range,
- * closefrom, dup2, dup3, fcntl's F_DUPFD*, and dup and fcntl themselves.
+ * closefrom, dup2, dup3, fcntl's F_DUPFD*, and dup and fcntl themselves;
+ * and ioctl's FIONBIO, fcntl's F_SETFL by another name.
  *
  * A uepoll object is published under its number in the library's fd table.
  * A number closed by the kernel without the library knowing would leave a
@@ -16,21 +17,24 @@
  * the call is noted first (with a reference), and afterwards only that
  * object is dropped, if the number still leads to it (uobj_unpublish).
  *
- * The library's own private fds (obj.h: kfd, an instance's kernel epoll
- * and doorbell) are numbers too: a close_range() over them while objects
- * live breaks those objects, as closing another library's fds would.  The
- * common uses (in a child before exec, at start before any object) are
- * fine; docs/design.md lists it among what the layer cannot cover.
+ * PRIVATE.  The library's own fds (its objects' private duplicates, an
+ * instance's doorbell: src/fdzone.c) sit where the program does not look,
+ * but a close loop or a closefrom() before an exec reaches them: for the
+ * program they are free numbers, so close() of one answers EBADF, as it
+ * would natively, and close_range() and closefrom() close around them.
+ * The exec handover (wrap_exec.c) needs them after such a loop.
  */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "uepoll.h"
 
 #include "fdtab.h"
+#include "fdzone.h"
 
 #include "preload.h"
 
@@ -58,8 +62,13 @@ PRELOAD_WRAP int close(int fd)
 		return 0;
 	}
 	/* FAST PATH in wrap_io.c. */
-	if (!preload_maybe_object(fd))
+	if (!preload_maybe_object(fd)) {
+		if (fdzone_has(fd)) {
+			errno = EBADF; /* the library's own (PRIVATE) */
+			return -1;
+		}
 		return real__fns.close(fd);
+	}
 	return fd_close(fd);
 }
 
@@ -134,6 +143,41 @@ void fd_forget_range(unsigned int first, unsigned int last)
 	}
 }
 
+/* close_range(2) of [first, last] around the library's private numbers
+ * (PRIVATE): one call per stretch between them, the first one carrying
+ * CLOSE_RANGE_UNSHARE (the others act on the table it made).  libc's
+ * close_range or, for syscall(2)'s wrapper, the system call. */
+static int fd__close_around(unsigned int first, unsigned int last, int flags,
+			    bool via_syscall)
+{
+	int r = 0, p;
+
+	for (;;) {
+		p = first > INT32_MAX ? -1 : fdzone_next((int)first);
+		unsigned int end = p < 0 || (unsigned int)p > last
+					   ? last
+					   : (unsigned int)p - 1;
+
+		if (p != (int)first) {
+			if (via_syscall)
+				r = (int)REAL(syscall)(SYS_close_range, first,
+						       end, flags);
+			else if (REAL(close_range))
+				r = REAL(close_range)(first, end, flags);
+			else {
+				errno = ENOSYS;
+				r = -1;
+			}
+			if (r < 0)
+				return r;
+			flags &= ~CLOSE_RANGE_UNSHARE;
+		}
+		if (p < 0 || (unsigned int)p >= last)
+			return r;
+		first = (unsigned int)p + 1;
+	}
+}
+
 /* close_range through libc, or the system call for syscall(2)'s wrapper. */
 int fd_close_range(unsigned int first, unsigned int last, int flags,
 		   bool via_syscall)
@@ -147,7 +191,9 @@ int fd_close_range(unsigned int first, unsigned int last, int flags,
 
 	if (closes)
 		v = fd__snapshot(first, last, &n);
-	if (via_syscall)
+	if (preload_ready() && first <= last)
+		r = fd__close_around(first, last, flags, via_syscall);
+	else if (via_syscall)
 		r = (int)REAL(syscall)(SYS_close_range, first, last, flags);
 	else if (REAL(close_range))
 		r = REAL(close_range)(first, last, flags);
@@ -183,7 +229,11 @@ PRELOAD_WRAP void closefrom(int lowfd)
 		return;
 	}
 	v = fd__snapshot((unsigned int)lowfd, ~0u, &n);
-	REAL(closefrom)(lowfd);
+	/* Around the private numbers; libc's closefrom (which walks
+	 * /proc/self/fd where close_range(2) is missing) only without them. */
+	if (fdzone_next(lowfd) < 0 ||
+	    fd__close_around((unsigned int)lowfd, ~0u, 0, false) < 0)
+		REAL(closefrom)(lowfd);
 	fd__drop(v, n, (unsigned int)lowfd, ~0u);
 	errno = e;
 }
@@ -268,4 +318,31 @@ PRELOAD_WRAP int fcntl64(int fd, int cmd, ...)
 	va_end(ap);
 	return fd__fcntl(REAL(fcntl64) ? REAL(fcntl64) : REAL(fcntl), fd, cmd,
 			 arg);
+}
+
+/* ioctl(FIONBIO) sets or clears O_NONBLOCK, as F_SETFL does (CPython's
+ * os.set_blocking uses it): on an object's number it is that F_SETFL, so
+ * the object sees it at once.  Every other request, and every other fd:
+ * libc's ioctl (the kernel object answers, ENOTTY for most). */
+PRELOAD_WRAP int ioctl(int fd, unsigned long req, ...)
+{
+	va_list ap;
+	void *arg;
+	int e = errno, fl, r;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (req != FIONBIO || !preload_ready() || !preload_is_object(fd))
+		return REAL(ioctl)(fd, req, arg);
+	/* The kernel reads the argument (EFAULT is its) and sets the flag on
+	 * the file; the object then takes the file's flags. */
+	r = REAL(ioctl)(fd, req, arg);
+	if (r < 0)
+		return r;
+	fl = uepoll_fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		(void)uepoll_fcntl(fd, F_SETFL, fl);
+	errno = e;
+	return r;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wrap_io.c - read, write, __read_chk, readv, writev.
+ * wrap_io.c - read, write, __read_chk, readv, writev, preadv2, pwritev2,
+ * and fdopen.
  *
  * A ueventfd's counter lives in the process: a read or write of its number
  * that reached the kernel would see the mirror eventfd (MIRROR in
@@ -138,4 +139,78 @@ PRELOAD_WRAP ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	}
 	errno = e;
 	return done;
+}
+
+/* preadv2/pwritev2 of a ueventfd.  An offset other than -1 is the
+ * kernel's ESPIPE, before it touches anything (so are pread, pwrite,
+ * preadv and pwritev: not wrapped).  With flags, the kernel's eventfd
+ * first checks them (RWF_NOWAIT, unknown bits: EOPNOTSUPP): a probe of
+ * the kernel object with 7 bytes asks it, for it then stops at the length
+ * (EINVAL) without reading or writing.  Then they are readv/writev. */
+static ssize_t io__rw2(bool wr, int fd, const struct iovec *iov, int iovcnt,
+		       off_t off, int flags)
+{
+	unsigned char probe[7];
+	struct iovec p = { probe, sizeof(probe) };
+	ssize_t r;
+	int e = errno;
+
+	if (flags) {
+		r = wr ? REAL(pwritev2)(fd, &p, 1, off, flags)
+		       : REAL(preadv2)(fd, &p, 1, off, flags);
+		if (r >= 0 || errno != EINVAL)
+			return r;
+		errno = e;
+	}
+	return wr ? writev(fd, iov, iovcnt) : readv(fd, iov, iovcnt);
+}
+
+PRELOAD_WRAP ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt,
+			     off_t off, int flags)
+{
+	if (!preload_ready() || off != -1 || !preload_is_eventfd(fd))
+		return REAL(preadv2)(fd, iov, iovcnt, off, flags);
+	return io__rw2(false, fd, iov, iovcnt, off, flags);
+}
+
+PRELOAD_WRAP ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt,
+			      off_t off, int flags)
+{
+	if (!preload_ready() || off != -1 || !preload_is_eventfd(fd))
+		return REAL(pwritev2)(fd, iov, iovcnt, off, flags);
+	return io__rw2(true, fd, iov, iovcnt, off, flags);
+}
+
+/* The 64-bit-offset names (the same functions on 64-bit targets, but
+ * separate symbols a program may be linked to). */
+PRELOAD_WRAP ssize_t preadv64v2(int fd, const struct iovec *iov, int iovcnt,
+				off64_t off, int flags)
+{
+	if (!preload_ready() || off != -1 || !preload_is_eventfd(fd))
+		return REAL(preadv64v2)(fd, iov, iovcnt, off, flags);
+	return io__rw2(false, fd, iov, iovcnt, off, flags);
+}
+
+PRELOAD_WRAP ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt,
+				 off64_t off, int flags)
+{
+	if (!preload_ready() || off != -1 || !preload_is_eventfd(fd))
+		return REAL(pwritev64v2)(fd, iov, iovcnt, off, flags);
+	return io__rw2(true, fd, iov, iovcnt, off, flags);
+}
+
+/* stdio reads and writes an fdopen()ed fd with libc's internal read and
+ * write, which no wrapper sees: the object is demoted first (its counter,
+ * its registrations into the kernel object), and stdio then works on the
+ * exact kernel object. */
+PRELOAD_WRAP FILE *fdopen(int fd, const char *mode)
+{
+	if (preload_ready() && preload_is_object(fd)) {
+		int e = errno;
+
+		if (uepoll_demote(fd) == 0)
+			stats_add(STAT_DEMOTES);
+		errno = e;
+	}
+	return REAL(fdopen)(fd, mode);
 }

@@ -45,17 +45,26 @@ void poll_mark_fds(const struct pollfd *pfd, nfds_t n)
 			uobj_polled(pfd[i].fd, 0);
 }
 
+/* Bit fd of a set of nfds numbers.  Not FD_ISSET: a program may pass sets
+ * larger than FD_SETSIZE (allocated for nfds bits, as the kernel reads
+ * them), where fortified FD_ISSET aborts. */
+static bool poll__isset(const fd_set *s, int fd)
+{
+	const unsigned long *b = (const unsigned long *)(const void *)s;
+	const unsigned int bits = 8 * sizeof(*b);
+
+	return s && b[(unsigned int)fd / bits] >> ((unsigned int)fd % bits) & 1;
+}
+
 /* Every object in the first nfds of the sets becomes exact. */
 void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
 		    const fd_set *x)
 {
 	if (!policy.nopoll)
 		return;
-	if (nfds > FD_SETSIZE)
-		nfds = FD_SETSIZE;
 	for (int fd = 0; fd < nfds; fd++)
-		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) ||
-		     (x && FD_ISSET(fd, x))) &&
+		if ((poll__isset(r, fd) || poll__isset(w, fd) ||
+		     poll__isset(x, fd)) &&
 		    preload_maybe_object(fd))
 			uobj_polled(fd, 0);
 }

@@ -1,94 +1,132 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wrap_syscall.c - syscall(2) for the numbers that close or replace an fd.
+ * wrap_syscall.c - syscall(2): every system call that reaches an fd goes
+ * where its libc name goes.
  *
- * libuv closes every fd with syscall(SYS_close, fd) (it must not be a
- * cancellation point), so a close that bypassed close() would leave a
- * ueventfd or an instance published under a number the kernel reuses
- * (wrap_fd.c).  Those numbers go to the same code as close, close_range,
- * dup2 and dup3; every other number is libc's syscall().
+ * A program may make any call through libc's syscall() (libuv closes every
+ * fd with syscall(SYS_close) because it must not be a cancellation point;
+ * libuv sets up io_uring with it; test suites read and write eventfds and
+ * make epoll calls with it).  A call that bypassed the wrapper of its libc
+ * name would see the kernel object's stand-in instead of the object (the
+ * mirror of a ueventfd's counter, the doorbell's event in an instance's
+ * kernel epoll), or leave an object published under a number the kernel
+ * reused.  So PRELOAD_SYSCALLS routes each such number to the wrapper of
+ * its name, with the same arguments: the table is the list of every system
+ * call that takes, makes, closes or replaces an fd the layer owns, or acts
+ * on one (a kernel AIO completion, an io_uring ring, an exec, the limit
+ * the private fds live under).  A call on an fd that is no object goes to
+ * libc's syscall() as it is (no cancellation point is added); so does
+ * every number not in the table.  What is not seen at all: a program's own
+ * system call instructions (liburing, Go's runtime, static binaries):
+ * uepoll-run(1), LIMITS.
  *
- * io_uring_setup fails with ENOSYS: a ring can act on an fd without any
- * call of the process (IORING_OP_EPOLL_CTL into an instance's kernel epoll,
- * an eventfd registered for completions written by the kernel), bypassing
- * uepoll.  libuv, which sets its rings up with syscall(), then falls back to
- * epoll_ctl.  A program with its own inline system calls (liburing) is not
- * seen: docs/design.md, "Preload layer".
- *
- * poll, ppoll, select, pselect6 and epoll_ctl go to libc's syscall() too,
- * after UEPOLL_NOPOLL=1's look at their fds (wrap_poll.c).
+ * poll, ppoll, select and pselect6 are looked at first (UEPOLL_NOPOLL=1,
+ * wrap_poll.c) and then go to libc's syscall().
  */
+#include <fcntl.h>
 #include <stdarg.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
+
+#include "fdzone.h"
 
 #include "preload.h"
 
+/* Numbers this target does not have (aarch64 has no dup2, poll, select,
+ * epoll_wait, epoll_create, eventfd, getrlimit...): a case that never
+ * matches. */
+#ifndef SYS_dup2
+#define SYS_dup2 (-1001)
+#endif
+#ifndef SYS_epoll_create
+#define SYS_epoll_create (-1002)
+#endif
+#ifndef SYS_epoll_wait
+#define SYS_epoll_wait (-1003)
+#endif
+#ifndef SYS_eventfd
+#define SYS_eventfd (-1004)
+#endif
+#ifndef SYS_poll
+#define SYS_poll (-1005)
+#endif
+#ifndef SYS_select
+#define SYS_select (-1006)
+#endif
+#ifndef SYS_getrlimit
+#define SYS_getrlimit (-1007)
+#endif
+#ifndef SYS_setrlimit
+#define SYS_setrlimit (-1008)
+#endif
 
-PRELOAD_WRAP long syscall(long nr, ...)
+/* Argument i as the type the call takes. */
+#define A(i) (a[i])
+#define I(i) ((int)a[i])
+#define U(i) ((unsigned int)a[i])
+#define P(i) ((void *)a[i])
+/* Is the fd in argument i the layer's (an object, or a private number)? */
+#define OURS(i) (preload_maybe_object(I(i)) || fdzone_has(I(i)))
+
+/*
+ * THE TABLE: X(name, when, call): syscall(SYS_name, ...) is `call` when
+ * `when` holds, else libc's syscall.  Each call is the wrapper of the name
+ * (or the function behind it), so the answer, errno included, is what the
+ * libc name gives.
+ */
+#define PRELOAD_SYSCALLS(X)                                                   \
+	X(read, OURS(0), read(I(0), P(1), (size_t)A(2)))                      \
+	X(write, OURS(0), write(I(0), P(1), (size_t)A(2)))                    \
+	X(readv, OURS(0), readv(I(0), P(1), I(2)))                            \
+	X(writev, OURS(0), writev(I(0), P(1), I(2)))                          \
+	/* (fd, iov, n, pos_l, pos_h, flags): the offset is one long on      \
+	 * 64-bit targets. */                                                 \
+	X(preadv2, OURS(0), preadv2(I(0), P(1), I(2), (off_t)A(3), I(5)))     \
+	X(pwritev2, OURS(0), pwritev2(I(0), P(1), I(2), (off_t)A(3), I(5)))   \
+	X(close, OURS(0), close(I(0)))                                        \
+	X(close_range, 1, fd_close_range(U(0), U(1), I(2), true))             \
+	X(dup, OURS(0), dup(I(0)))                                            \
+	X(dup2, 1, fd_dup3(I(0), I(1), 0, true))                              \
+	X(dup3, 1, fd_dup3(I(0), I(1), I(2), false))                          \
+	/* F_DUPFD of any fd may land on a number an object had. */           \
+	X(fcntl, 1, fcntl(I(0), I(1), P(2)))                                  \
+	X(ioctl, OURS(0), ioctl(I(0), (unsigned long)A(1), P(2)))             \
+	X(eventfd2, 1, eventfd(U(0), I(1)))                                   \
+	X(eventfd, 1, eventfd(U(0), 0))                                       \
+	X(epoll_create1, 1, epoll_create1(I(0)))                              \
+	X(epoll_create, 1, epoll_create(I(0)))                                \
+	/* A kernel epoll's ctl of an object ends its NOPOLL (wrap_poll.c). */ \
+	X(epoll_ctl, 1, epoll_ctl(I(0), I(1), I(2), P(3)))                    \
+	X(epoll_wait, OURS(0), epoll_wait(I(0), P(1), I(2), I(3)))            \
+	X(epoll_pwait, OURS(0), epoll_pwait(I(0), P(1), I(2), I(3), P(4)))    \
+	X(epoll_pwait2, OURS(0), epoll_pwait2(I(0), P(1), I(2), P(3), P(4)))  \
+	X(sendmsg, 1, sendmsg(I(0), P(1), I(2)))                              \
+	X(sendmmsg, 1, sendmmsg(I(0), P(1), U(2), I(3)))                      \
+	X(execve, 1, execve(P(0), P(1), P(2)))                                \
+	X(execveat, 1, execveat(I(0), P(1), P(2), P(3), I(4)))                \
+	/* (io_submit's own answer is the system call's: -1 and errno.) */    \
+	X(io_submit, 1, (aio_demote_resfds(A(1), P(2)), SYSCALL__LIBC))       \
+	X(io_uring_setup, 1, aio_uring_setup(A(0), A(1)))                     \
+	X(getrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
+	X(setrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
+	X(prlimit64, 1, limit_syscall(nr, A(0), A(1), a))                     \
+	X(poll, 1, (poll_mark_fds(P(0), (nfds_t)A(1)), SYSCALL__LIBC))        \
+	X(ppoll, 1, (poll_mark_fds(P(0), (nfds_t)A(1)), SYSCALL__LIBC))       \
+	X(select, 1, (poll_mark_sets(I(0), P(1), P(2), P(3)), SYSCALL__LIBC)) \
+	X(pselect6, 1,                                                        \
+	  (poll_mark_sets(I(0), P(1), P(2), P(3)), SYSCALL__LIBC))
+
+/* libc's syscall() with the six arguments, or the raw instruction while
+ * this thread is looking libc's up (real.c). */
+static long syscall__libc(long nr, const long *a)
 {
-	va_list ap;
-	long a[6];
-	long (*f)(long, ...);
+	long (*f)(long, ...) = REAL(syscall);
 
-	/* Six arguments, whatever the call takes: what the system call ABI
-	 * passes, as libc's syscall() itself reads them. */
-	va_start(ap, nr);
-	for (int i = 0; i < 6; i++)
-		a[i] = va_arg(ap, long);
-	va_end(ap);
-	if (preload_ready()) {
-		switch (nr) {
-		case SYS_close:
-			/* Any other fd: libc's syscall, no cancellation point
-			 * (why libuv closes this way), not uepoll_close's
-			 * close(2). */
-			if (!preload_is_object((int)a[0]))
-				break;
-			return fd_close((int)a[0]);
-		case SYS_close_range:
-			return fd_close_range((unsigned int)a[0],
-					      (unsigned int)a[1], (int)a[2],
-					      true);
-		case SYS_dup3:
-			return fd_dup3((int)a[0], (int)a[1], (int)a[2], false);
-#ifdef SYS_dup2
-		case SYS_dup2:
-			return fd_dup3((int)a[0], (int)a[1], 0, true);
-#endif
-		/* UEPOLL_NOPOLL=1: outside pollers (wrap_poll.c); then
-		 * libc's syscall. */
-#ifdef SYS_poll
-		case SYS_poll:
-#endif
-		case SYS_ppoll:
-			poll_mark_fds((const struct pollfd *)a[0],
-				      (nfds_t)a[1]);
-			break;
-#ifdef SYS_select
-		case SYS_select:
-#endif
-		case SYS_pselect6:
-			poll_mark_sets((int)a[0], (const fd_set *)a[1],
-				       (const fd_set *)a[2],
-				       (const fd_set *)a[3]);
-			break;
-		case SYS_epoll_ctl:
-			if (policy.nopoll && (a[1] == EPOLL_CTL_ADD ||
-					      a[1] == EPOLL_CTL_MOD))
-				poll_mark_fds(&(struct pollfd){ .fd = (int)a[2] },
-					      1);
-			break;
-#ifdef SYS_io_uring_setup
-		case SYS_io_uring_setup:
-			errno = ENOSYS;
-			return -1;
-#endif
-		default:
-			break;
-		}
-	}
-	f = REAL(syscall);
 	if (!f) {
 		long r = real_syscall_raw(nr, a[0], a[1], a[2], a[3], a[4],
 					  a[5]);
@@ -100,4 +138,32 @@ PRELOAD_WRAP long syscall(long nr, ...)
 		return r;
 	}
 	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+#define SYSCALL__LIBC syscall__libc(nr, a)
+
+PRELOAD_WRAP long syscall(long nr, ...)
+{
+	va_list ap;
+	long a[6];
+
+	/* Six arguments, whatever the call takes: what the system call ABI
+	 * passes, as libc's syscall() itself reads them. */
+	va_start(ap, nr);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	if (preload_ready()) {
+		switch (nr) {
+#define SYSCALL__ROUTE(name, when, call)                                      \
+	case SYS_##name:                                                      \
+		if (when)                                                     \
+			return (long)(call);                                  \
+		break;
+			PRELOAD_SYSCALLS(SYSCALL__ROUTE)
+#undef SYSCALL__ROUTE
+		default:
+			break;
+		}
+	}
+	return syscall__libc(nr, a);
 }

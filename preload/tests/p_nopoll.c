@@ -51,6 +51,24 @@ static int in_pselect(int fd)
 	return FD_ISSET(fd, &r) != 0;
 }
 
+/* select() on a number above FD_SETSIZE (a set allocated for nfds bits,
+ * as the kernel reads it): a duplicate of fd at 1500. */
+static int in_select_big(int fd)
+{
+	enum { BIG = 1500, BITS = 8 * sizeof(unsigned long) };
+	unsigned long set[BIG / BITS + 1];
+	struct timeval tv = { 0, 0 };
+	int r;
+
+	P_REQUIRE(dup2(fd, BIG) == BIG);
+	memset(set, 0, sizeof(set));
+	set[BIG / BITS] |= 1ul << (BIG % BITS);
+	P_REQUIRE(select(BIG + 1, (fd_set *)(void *)set, NULL, NULL, &tv) >= 0);
+	r = (set[BIG / BITS] >> (BIG % BITS)) & 1;
+	close(BIG);
+	return r;
+}
+
 static int in_ppoll_syscall(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -177,6 +195,7 @@ int main(void)
 	eventfd_case("poll", in_poll);
 	eventfd_case("select", in_select);
 	eventfd_case("pselect", in_pselect);
+	eventfd_case("select above FD_SETSIZE", in_select_big);
 	eventfd_case("syscall(ppoll)", in_ppoll_syscall);
 	epoll_case("poll", in_poll);
 	epoll_case("select", in_select);

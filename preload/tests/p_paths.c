@@ -1,0 +1,519 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * p_paths.c - every way a program reaches an eventfd or an epoll, run
+ * natively and under the preload (compare mode: the same output).  One
+ * behaviour per argument (issue 33's list, each failing before its fix):
+ *
+ *   numbers   the numbers the program gets are the kernel's: the lowest
+ *             free one after eventfd()/epoll_create1(); a pipe dup2()ed onto
+ *             "free" numbers, in a child that execs, gets nothing of the
+ *             library's (the exec handover wrote into the private fd there)
+ *   closeloop a child closes every number but an eventfd's (a close loop up
+ *             to the limit, close_range around it), then execs: the new
+ *             program reads the counter, not the kernel's stand-in
+ *   rlimit    with a soft RLIMIT_NOFILE of 16, as many eventfds and epolls
+ *             as natively before EMFILE
+ *   syscall   syscall(2) of read, write, readv, writev, eventfd2, epoll_ctl,
+ *             epoll_wait/pwait/pwait2 on objects reach the objects
+ *   rw2       preadv2/pwritev2 (offset -1, flags, offsets) as the kernel's
+ *   fionbio   ioctl(FIONBIO) makes a ueventfd's read EAGAIN, and back
+ *   fdopen    fwrite/fread through stdio on an fdopen()ed eventfd
+ *   execveat  execveat() and syscall(SYS_execve) hand over the counter
+ *   vfork     vfork's child shares memory (exec's errno comes back)
+ *   iouring   io_uring_setup through syscall(2) works; objects made
+ *             before and after it behave as the kernel's
+ *   aio       a kernel AIO completion signalled on an eventfd (RESFD)
+ *             reaches its counter and the epoll that watches it
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <linux/aio_abi.h>
+#include <linux/io_uring.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+#include "ptest.h"
+
+extern char **environ;
+static const char *self;
+
+/* The new program: read the eventfd at number fd (nonblocking) and print
+ * what it holds. */
+static int child_read(int fd)
+{
+	uint64_t v = 0;
+	int fl = fcntl(fd, F_GETFL);
+	ssize_t r;
+
+	if (fl < 0) {
+		printf("child: fd %d closed\n", fd);
+		return 0;
+	}
+	fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	r = read(fd, &v, sizeof(v));
+	printf("child: read %zd value %llu\n", r, (unsigned long long)v);
+	return 0;
+}
+
+static int wait_child(pid_t pid)
+{
+	int st;
+
+	if (pid < 0 || waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void exec_child(int fd)
+{
+	char a[16];
+
+	snprintf(a, sizeof(a), "%d", fd);
+	fflush(stdout);
+	execl(self, self, "child", a, (char *)NULL);
+	_exit(127);
+}
+
+static void run_numbers(void)
+{
+	int e = eventfd(2, 0), n1 = open("/dev/null", O_RDONLY);
+	int ep = epoll_create1(0), n2 = open("/dev/null", O_RDONLY);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	int p[2];
+	char buf[64];
+	ssize_t got;
+
+	P_REQUIRE(e >= 0 && ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	printf("numbers: gaps %d %d %d\n", n1 - e, ep - n1, n2 - ep);
+	P_REQUIRE(eventfd_write(e, 5) == 0);
+	P_REQUIRE(pipe(p) == 0);
+	/* The child puts the pipe's write end on every number from 3 to 40
+	 * that is free for it, then execs (the handover of e runs). */
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (int fd = 3; fd <= 40; fd++)
+			if (fd != e && fd != p[1] && fcntl(fd, F_GETFD) < 0)
+				dup2(p[1], fd);
+		close(p[0]);
+		exec_child(e);
+	}
+	close(p[1]);
+	printf("numbers: child %d\n", wait_child(pid));
+	got = read(p[0], buf, sizeof(buf));
+	printf("numbers: the pipe got %zd bytes\n", got);
+	close(p[0]);
+	/* The child took the counter (and left the file nonblocking). */
+	uint64_t v = 0;
+	P_CHECK(eventfd_write(e, 1) == 0 && eventfd_read(e, &v) == 0);
+	printf("numbers: counter %llu\n", (unsigned long long)v);
+	close(ep);
+	close(e);
+	close(n1);
+	close(n2);
+}
+
+static void run_closeloop(void)
+{
+	int e = eventfd(3, 0);
+	pid_t pid;
+
+	P_REQUIRE(e >= 0 && eventfd_write(e, 4) == 0);
+	for (int how = 0; how < 3; how++) {
+		pid = fork();
+		if (pid == 0) {
+			long max = sysconf(_SC_OPEN_MAX);
+
+			if (how == 0) {
+				for (long fd = 3; fd < max; fd++)
+					if (fd != e)
+						close((int)fd);
+			} else if (how == 1) {
+				close_range(3, (unsigned)e - 1, 0);
+				close_range((unsigned)e + 1, ~0u, 0);
+			} else {
+				/* closefrom above it, the ones below by hand */
+				for (int fd = 3; fd < e; fd++)
+					close(fd);
+				closefrom(e + 1);
+			}
+			exec_child(e);
+		}
+		printf("closeloop %d: child %d\n", how, wait_child(pid));
+	}
+	close(e);
+}
+
+static int count_until_emfile(int epolls)
+{
+	int n = 0, fds[64];
+
+	for (; n < 64; n++) {
+		fds[n] = epolls ? epoll_create1(0) : eventfd(0, 0);
+		if (fds[n] < 0)
+			break;
+	}
+	printf("rlimit: %s %d, then %s\n", epolls ? "epolls" : "eventfds", n,
+	       strerror(errno));
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	return n;
+}
+
+static void run_rlimit(void)
+{
+	struct rlimit old, rl;
+
+	P_REQUIRE(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	if (old.rlim_max < 64)
+		P_SKIP("hard RLIMIT_NOFILE below 64");
+	/* A table of 16, with one object made before (its private fds are
+	 * already placed). */
+	int e0 = eventfd(0, 0);
+	rl = old;
+	rl.rlim_cur = 16;
+	P_REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	P_REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	printf("rlimit: soft %llu\n", (unsigned long long)rl.rlim_cur);
+	count_until_emfile(0);
+	count_until_emfile(1);
+	P_REQUIRE(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	close(e0);
+}
+
+/* One call, then what it left: the result, errno and a value (the call is
+ * made before the arguments of printf are, whose order is unspecified). */
+#define SHOW(what, call, val)                                                 \
+	do {                                                                  \
+		errno = 0;                                                    \
+		long r_ = (long)(call);                                       \
+		int e_ = errno;                                               \
+		printf("%s %ld errno %d value %llu\n", what, r_, e_,          \
+		       (unsigned long long)(val));                            \
+	} while (0)
+
+static void run_syscall(void)
+{
+	/* Made by their libc names: objects under the preload. */
+	int e = eventfd(1, EFD_NONBLOCK);
+	int ep = epoll_create1(0);
+	/* Made by syscall(2): the same. */
+	int e2 = (int)syscall(SYS_eventfd2, 2, 0);
+	int ep2 = (int)syscall(SYS_epoll_create1, 0);
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 99 };
+	struct epoll_event out[4];
+	struct timespec ts = { 0, 0 };
+	uint64_t v = 6, w = 0;
+	struct iovec io = { &w, sizeof(w) };
+
+	P_REQUIRE(e >= 0 && ep >= 0);
+	/* Unwatched: the counter moves in the process. */
+	SHOW("syscall: write first", write(e, &v, sizeof(v)), 0);
+	SHOW("syscall: read first", syscall(SYS_read, e, &w, sizeof(w)), w);
+	SHOW("syscall: write by syscall", syscall(SYS_write, e, &v, sizeof(v)),
+	     0);
+	SHOW("syscall: read by libc", read(e, &w, sizeof(w)), w);
+	SHOW("syscall: ctl", syscall(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, e, &ev),
+	     0);
+	memset(out, 0, sizeof(out));
+	SHOW("syscall: pwait", syscall(SYS_epoll_pwait, ep, out, 4, 0, NULL, 8),
+	     out[0].data.u64);
+	SHOW("syscall: write", syscall(SYS_write, e, &v, sizeof(v)), 0);
+	memset(out, 0, sizeof(out));
+	SHOW("syscall: pwait2",
+	     syscall(SYS_epoll_pwait2, ep, out, 4, &ts, NULL, 8),
+	     out[0].data.u64);
+	SHOW("syscall: read", syscall(SYS_read, e, &w, sizeof(w)), w);
+	SHOW("syscall: read again", syscall(SYS_read, e, &w, sizeof(w)), 0);
+	w = 3;
+	SHOW("syscall: writev", syscall(SYS_writev, e, &io, 1), 0);
+	w = 0;
+	SHOW("syscall: readv", syscall(SYS_readv, e, &io, 1), w);
+	memset(out, 0, sizeof(out));
+	SHOW("syscall: wait", syscall(SYS_epoll_pwait, ep, out, 4, 0, NULL, 8),
+	     0);
+	P_REQUIRE(e2 >= 0 && ep2 >= 0);
+	ev.data.u64 = 12;
+	SHOW("syscall: ctl2", epoll_ctl(ep2, EPOLL_CTL_ADD, e2, &ev), 0);
+	SHOW("syscall: wait2", epoll_wait(ep2, out, 4, 0), out[0].data.u64);
+	SHOW("syscall: read2", read(e2, &w, 8), w);
+	close(ep2);
+	close(e2);
+	close(ep);
+	close(e);
+}
+
+static void run_rw2(void)
+{
+	int e = eventfd(5, EFD_NONBLOCK);
+	uint64_t v = 2;
+	struct iovec io = { &v, sizeof(v) };
+
+	P_REQUIRE(e >= 0);
+	SHOW("rw2: pwritev2 -1", pwritev2(e, &io, 1, -1, 0), 0);
+	SHOW("rw2: pwritev2 0", pwritev2(e, &io, 1, 0, 0), 0);
+	SHOW("rw2: pwritev2 bad flags", pwritev2(e, &io, 1, -1, 0x40000000),
+	     0);
+	v = 0;
+	SHOW("rw2: preadv2 nowait", preadv2(e, &io, 1, -1, RWF_NOWAIT), v);
+	SHOW("rw2: pread", pread(e, &v, 8, 0), 0);
+	v = 3;
+	SHOW("rw2: pwritev2 -1", pwritev2(e, &io, 1, -1, 0), 0);
+	v = 0;
+	SHOW("rw2: preadv2 -1", preadv2(e, &io, 1, -1, 0), v);
+	SHOW("rw2: preadv2 empty", preadv2(e, &io, 1, -1, 0), 0);
+	close(e);
+}
+
+/* FIONBIO: the writer waits until the reader sleeps in its read (its
+ * state in /proc), then writes: a read that does not block answers at once
+ * instead, and the writer then stops at `done`. */
+static struct {
+	int fd;
+	pid_t tid;
+	_Atomic int done;
+} fion;
+
+static int thread_state(pid_t tid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	p = p ? strrchr(buf, ')') : NULL;
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+static void *fion_writer(void *arg)
+{
+	uint64_t v = 5;
+
+	(void)arg;
+	while (!atomic_load(&fion.done)) {
+		if (thread_state(fion.tid) == 'S') {
+			if (write(fion.fd, &v, 8) != 8)
+				abort();
+			break;
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+static void run_fionbio(void)
+{
+	int e0 = eventfd(0, EFD_NONBLOCK), off0 = 0;
+	uint64_t v0 = 1;
+	pthread_t t;
+
+	/* Non-blocking, a read that empties it, then blocking by ioctl: the
+	 * next read blocks until the writer's 5 (it must not take the
+	 * empty-after-drain shortcut of a non-blocking fd). */
+	P_REQUIRE(e0 >= 0 && write(e0, &v0, 8) == 8 && read(e0, &v0, 8) == 8);
+	SHOW("fionbio: off", ioctl(e0, FIONBIO, &off0), 0);
+	fion.fd = e0;
+	fion.tid = (pid_t)syscall(SYS_gettid);
+	P_REQUIRE(pthread_create(&t, NULL, fion_writer, NULL) == 0);
+	v0 = 0;
+	SHOW("fionbio: blocking read", read(e0, &v0, 8), v0);
+	atomic_store(&fion.done, 1);
+	pthread_join(t, NULL);
+	close(e0);
+
+	int e = eventfd(0, 0), on = 1, off = 0;
+	uint64_t v = 0;
+
+	P_REQUIRE(e >= 0);
+	SHOW("fionbio: on", ioctl(e, FIONBIO, &on), 0);
+	SHOW("fionbio: read", read(e, &v, 8), 0);
+	SHOW("fionbio: flags", fcntl(e, F_GETFL) & O_NONBLOCK, 0);
+	SHOW("fionbio: off", ioctl(e, FIONBIO, &off), 0);
+	SHOW("fionbio: flags", fcntl(e, F_GETFL) & O_NONBLOCK, 0);
+	P_REQUIRE(eventfd_write(e, 9) == 0);
+	SHOW("fionbio: read", read(e, &v, 8), v);
+	/* The write side: a full counter, nonblocking by ioctl. */
+	v = 0xfffffffffffffffeULL;
+	SHOW("fionbio: fill", write(e, &v, 8), 0);
+	SHOW("fionbio: on", ioctl(e, FIONBIO, &on), 0);
+	v = 1;
+	SHOW("fionbio: write full", write(e, &v, 8), 0);
+	close(e);
+}
+
+static void run_fdopen(void)
+{
+	int e = eventfd(1, EFD_NONBLOCK), ep = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 5 }, out;
+	uint64_t v = 41, w = 0;
+	FILE *f;
+
+	P_REQUIRE(e >= 0 && ep >= 0);
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	P_REQUIRE(eventfd_write(e, 1) == 0);
+	f = fdopen(e, "r+");
+	P_REQUIRE(f);
+	setvbuf(f, NULL, _IONBF, 0);
+	SHOW("fdopen: fwrite", fwrite(&v, sizeof(v), 1, f), 0);
+	SHOW("fdopen: fread", fread(&w, sizeof(w), 1, f), w);
+	SHOW("fdopen: wait", epoll_wait(ep, &out, 1, 0), 0);
+	v = 2;
+	SHOW("fdopen: fwrite", fwrite(&v, sizeof(v), 1, f), 0);
+	SHOW("fdopen: read", read(e, &w, 8), w);
+	fclose(f);
+	close(ep);
+}
+
+static void run_execveat(void)
+{
+	int e = eventfd(10, 0);
+	char a[16];
+	char *argv[] = { (char *)self, "child", a, NULL };
+
+	P_REQUIRE(e >= 0 && eventfd_write(e, 5) == 0);
+	snprintf(a, sizeof(a), "%d", e);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execveat(AT_FDCWD, self, argv, environ, 0);
+		_exit(127);
+	}
+	printf("execveat: child %d\n", wait_child(pid));
+	P_REQUIRE(eventfd_write(e, 1) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		syscall(SYS_execve, self, argv, environ);
+		_exit(127);
+	}
+	printf("syscall execve: child %d\n", wait_child(pid));
+	close(e);
+}
+
+static void run_vfork(void)
+{
+	volatile int err = -1;
+	int e = eventfd(4, 0);
+	pid_t pid;
+
+	P_REQUIRE(e >= 0 && eventfd_write(e, 1) == 0);
+	pid = vfork();
+	if (pid == 0) {
+		execl("/nonexistent/program", "x", (char *)NULL);
+		err = errno;
+		_exit(127);
+	}
+	printf("vfork: child %d errno back %d\n", wait_child(pid), err);
+	char a[16];
+	snprintf(a, sizeof(a), "%d", e);
+	fflush(stdout);
+	pid = vfork();
+	if (pid == 0) {
+		execl(self, self, "child", a, (char *)NULL);
+		_exit(127);
+	}
+	printf("vfork: child %d\n", wait_child(pid));
+	close(e);
+}
+
+static void run_iouring(void)
+{
+	struct io_uring_params prm;
+	int e = eventfd(3, EFD_NONBLOCK), ep = epoll_create1(0), ring, e2;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out;
+	uint64_t v = 0;
+
+	P_REQUIRE(e >= 0 && ep >= 0);
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	memset(&prm, 0, sizeof(prm));
+	ring = (int)syscall(SYS_io_uring_setup, 4, &prm);
+	printf("iouring: setup %s\n", ring >= 0 ? "ok" : strerror(errno));
+	P_REQUIRE(eventfd_write(e, 2) == 0);
+	SHOW("iouring: wait", epoll_wait(ep, &out, 1, 0), 0);
+	SHOW("iouring: read", read(e, &v, 8), v);
+	e2 = eventfd(8, 0);
+	SHOW("iouring: new eventfd read", read(e2, &v, 8), v);
+	if (ring >= 0)
+		close(ring);
+	close(e2);
+	close(ep);
+	close(e);
+}
+
+static void run_aio(void)
+{
+	aio_context_t ctx = 0;
+	char path[] = "/tmp/p_paths_aioXXXXXX", data[512];
+	int e = eventfd(0, EFD_NONBLOCK), ep = epoll_create1(0), f;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 3 }, out;
+	struct iocb cb, *cbs[1] = { &cb };
+	struct io_event done;
+	uint64_t v = 0;
+
+	P_REQUIRE(e >= 0 && ep >= 0);
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	f = mkstemp(path);
+	P_REQUIRE(f >= 0);
+	unlink(path);
+	if (syscall(SYS_io_setup, 4, &ctx) < 0)
+		P_SKIP("io_setup failed (no kernel AIO)");
+	memset(&cb, 0, sizeof(cb));
+	memset(data, 'x', sizeof(data));
+	cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+	cb.aio_fildes = (uint32_t)f;
+	cb.aio_buf = (uint64_t)(uintptr_t)data;
+	cb.aio_nbytes = sizeof(data);
+	cb.aio_flags = IOCB_FLAG_RESFD;
+	cb.aio_resfd = (uint32_t)e;
+	SHOW("aio: submit", syscall(SYS_io_submit, ctx, 1, cbs), 0);
+	SHOW("aio: events", syscall(SYS_io_getevents, ctx, 1, 1, &done, NULL),
+	     0);
+	SHOW("aio: wait", epoll_wait(ep, &out, 1, -1), out.data.u64);
+	SHOW("aio: read", read(e, &v, 8), v);
+	syscall(SYS_io_destroy, ctx);
+	close(f);
+	close(ep);
+	close(e);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*run)(void);
+	} tests[] = {
+		{ "numbers", run_numbers },   { "closeloop", run_closeloop },
+		{ "rlimit", run_rlimit },     { "syscall", run_syscall },
+		{ "rw2", run_rw2 },	      { "fionbio", run_fionbio },
+		{ "fdopen", run_fdopen },     { "execveat", run_execveat },
+		{ "vfork", run_vfork },	      { "iouring", run_iouring },
+		{ "aio", run_aio },
+	};
+
+	self = argv[0];
+	if (argc == 3 && !strcmp(argv[1], "child"))
+		return child_read(atoi(argv[2]));
+	if (argc != 2)
+		P_SKIP("usage: p_paths TEST");
+	/* Made before the watchdog and the fd count, so that the objects of
+	 * the test, not stdio, are what is counted. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	p_begin(60);
+	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
+		if (!strcmp(argv[1], tests[i].name)) {
+			tests[i].run();
+			return p_end();
+		}
+	P_SKIP("unknown test");
+}
