@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wrap_poll.c - poll, ppoll, select, pselect (and their _chk forms): the
- * outside pollers of UEPOLL_NOPOLL=1.
+ * outside pollers.
+ *
+ * An instance's fd is its kernel epoll, readable while its doorbell is
+ * rung: a wait that took the last event may leave it rung (a busy loop of
+ * waits then makes no system call).  Before one of these calls looks at an
+ * instance, the stale doorbell is taken (uobj_polled: port__polled), so
+ * the fd reads ready exactly when a wait would return an event.
  *
  * With UEPOLL_NOPOLL=1 the layer makes every instance with UEPOLL_NOPOLL
  * and every eventfd with UEVENTFD_NOPOLL (wrap_epoll.c, wrap_eventfd.c):
@@ -13,8 +19,8 @@
  * an instance ends the option itself) and the same numbers through
  * syscall() (wrap_syscall.c).  Before any of them looks at one of our
  * objects, the object's option ends for good (uobj_polled: the fd is exact
- * from then on, and what was ready is made visible first).  With the
- * policy off, these wrappers are libc's calls with one test.
+ * from then on, and what was ready is made visible first).  A number that
+ * is no object costs one load.
  */
 #include <poll.h>
 #include <sys/select.h>
@@ -35,10 +41,12 @@ int __poll_chk(struct pollfd *pfd, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
 		const sigset_t *mask, size_t len);
 
-/* Every object among pfd becomes exact. */
+/* Every object among pfd becomes exact: with UEPOLL_NOPOLL=1 its option
+ * ends; an instance's stale doorbell is taken, whatever the policy (the
+ * instance's fd then reads ready only if a wait would return an event). */
 void poll_mark_fds(const struct pollfd *pfd, nfds_t n)
 {
-	if (!policy.nopoll || !pfd)
+	if (!pfd)
 		return;
 	for (nfds_t i = 0; i < n; i++)
 		if (pfd[i].fd >= 0 && preload_maybe_object(pfd[i].fd))
@@ -60,8 +68,6 @@ static bool poll__isset(const fd_set *s, int fd)
 void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
 		    const fd_set *x)
 {
-	if (!policy.nopoll)
-		return;
 	for (int fd = 0; fd < nfds; fd++)
 		if ((poll__isset(r, fd) || poll__isset(w, fd) ||
 		     poll__isset(x, fd)) &&

@@ -758,6 +758,12 @@ static bool port__polled(struct uobj *o, uint32_t events)
 		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
 				&p->rq);
 	bell_polled_outside(&p->bell, &p->rq);
+	/* The look that follows sees the fd as a wait would: items whose
+	 * source is not ready any more dropped (as the kernel's poll of an
+	 * epoll drops them), a stale doorbell taken (a loop that polls the fd
+	 * and then waits with no timeout must not block: issue 33). */
+	if (bell_exact(&p->bell) && !bell_prune(&p->bell, &p->rq))
+		bell_clear(&p->bell, &p->rq);
 	return events & EPOLLET;
 }
 

@@ -24,6 +24,8 @@
  *             before and after it behave as the kernel's
  *   aio       a kernel AIO completion signalled on an eventfd (RESFD)
  *             reaches its counter and the epoll that watches it
+ *   pollep    poll()/select() of an instance's fd: ready exactly when a
+ *             wait would return an event
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -35,7 +37,9 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <poll.h>
 #include <sys/resource.h>
+#include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -487,6 +491,48 @@ static void run_aio(void)
 	close(e);
 }
 
+/* An instance's fd polled from outside reads ready exactly when a wait
+ * would return an event: after the last event is taken, poll() says 0 (a
+ * loop that polls it and then waits with no timeout must not block). */
+static void run_pollep(void)
+{
+	int ep = epoll_create1(0), e = eventfd(0, EFD_NONBLOCK), p[2];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
+	struct pollfd pf = { .events = POLLIN };
+	fd_set rs;
+	struct timeval tv = { 0, 0 };
+	uint64_t v = 1;
+	char c;
+
+	P_REQUIRE(ep >= 0 && e >= 0 && pipe(p) == 0);
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	ev.data.u64 = 2;
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) == 0);
+	pf.fd = ep;
+	for (int round = 0; round < 4; round++) {
+		if (round % 2)
+			P_REQUIRE(write(e, &v, 8) == 8);
+		else
+			P_REQUIRE(write(p[1], "x", 1) == 1);
+		SHOW("pollep: poll", poll(&pf, 1, 0), pf.revents);
+		SHOW("pollep: wait", epoll_wait(ep, out, 4, 0), out[0].data.u64);
+		if (round % 2)
+			P_REQUIRE(read(e, &v, 8) == 8);
+		else
+			P_REQUIRE(read(p[0], &c, 1) == 1);
+		pf.revents = 0;
+		SHOW("pollep: poll drained", poll(&pf, 1, 0), pf.revents);
+		FD_ZERO(&rs);
+		FD_SET(ep, &rs);
+		SHOW("pollep: select drained", select(ep + 1, &rs, NULL, NULL, &tv),
+		     FD_ISSET(ep, &rs));
+	}
+	close(p[0]);
+	close(p[1]);
+	close(e);
+	close(ep);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -498,7 +544,7 @@ int main(int argc, char **argv)
 		{ "rw2", run_rw2 },	      { "fionbio", run_fionbio },
 		{ "fdopen", run_fdopen },     { "execveat", run_execveat },
 		{ "vfork", run_vfork },	      { "iouring", run_iouring },
-		{ "aio", run_aio },
+		{ "aio", run_aio },	      { "pollep", run_pollep },
 	};
 
 	self = argv[0];
