@@ -44,6 +44,7 @@
 	X(int, fcntl, (int, int, ...))                                        \
 	X(int, fcntl64, (int, int, ...))                                      \
 	X(int, ioctl, (int, unsigned long, ...))                              \
+	X(int, unshare, (int))                                                \
 	X(int, getrlimit, (__rlimit_resource_t, struct rlimit *))             \
 	X(int, setrlimit, (__rlimit_resource_t, const struct rlimit *))       \
 	X(int, prlimit,                                                       \

@@ -155,6 +155,8 @@ int fd_close(int fd);
 int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2);
 int fd_close_range(unsigned int first, unsigned int last, int flags,
 		   bool via_syscall);
+/* This thread is about to get an fd table of its own (SPLIT). */
+void fd_table_split(void);
 
 /* ---- wrap_aio.c, wrap_limit.c: syscall(2)'s routes to them -------------- */
 

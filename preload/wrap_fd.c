@@ -25,8 +25,10 @@
  * The exec handover (wrap_exec.c) needs them after such a loop.
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -178,6 +180,51 @@ static int fd__close_around(unsigned int first, unsigned int last, int flags,
 	}
 }
 
+/*
+ * SPLIT.  unshare(CLONE_FILES), and close_range's CLOSE_RANGE_UNSHARE, give
+ * the calling thread an fd table of its own: from then on a number may be
+ * open in one thread's table and closed in another's, which the library's
+ * one table per process cannot say.  If other threads share this table
+ * (the usual case: a forked child that closes before exec is alone), the
+ * acceleration ends first, as for io_uring (PLAIN in init.c): every object
+ * is demoted, and each table then holds exact kernel objects.
+ */
+static int fd__threads(void)
+{
+	char buf[512], *p;
+	int fd, n = 0;
+	ssize_t r;
+
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 2; /* cannot tell: assume others */
+	r = real__fns.read(fd, buf, sizeof(buf) - 1);
+	real__fns.close(fd);
+	if (r <= 0)
+		return 2;
+	buf[r] = 0;
+	/* Field 20, num_threads, counted after the command's ')'. */
+	p = strrchr(buf, ')');
+	for (int f = 2; p && f < 20; f++)
+		p = strchr(p + 1, ' ');
+	if (p)
+		n = atoi(p + 1);
+	return n > 0 ? n : 2;
+}
+
+void fd_table_split(void)
+{
+	if (preload_ready() && !preload_plain() && fd__threads() > 1)
+		preload_go_plain();
+}
+
+PRELOAD_WRAP int unshare(int flags)
+{
+	if (flags & CLONE_FILES)
+		fd_table_split();
+	return REAL(unshare)(flags);
+}
+
 /* close_range through libc, or the system call for syscall(2)'s wrapper. */
 int fd_close_range(unsigned int first, unsigned int last, int flags,
 		   bool via_syscall)
@@ -185,6 +232,9 @@ int fd_close_range(unsigned int first, unsigned int last, int flags,
 	struct fd__snap *v = NULL;
 	long n = 0;
 	int r;
+
+	if (flags & CLOSE_RANGE_UNSHARE)
+		fd_table_split();
 
 	/* CLOSE_RANGE_CLOEXEC closes nothing. */
 	bool closes = preload_ready() && !(flags & CLOSE_RANGE_CLOEXEC);

@@ -24,6 +24,7 @@
  * wrap_poll.c) and then go to libc's syscall().
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -90,6 +91,7 @@
 	X(pwritev2, OURS(0), pwritev2(I(0), P(1), I(2), (off_t)A(3), I(5)))   \
 	X(close, OURS(0), close(I(0)))                                        \
 	X(close_range, 1, fd_close_range(U(0), U(1), I(2), true))             \
+	X(unshare, A(0) & CLONE_FILES, (fd_table_split(), SYSCALL__LIBC))      \
 	X(dup, OURS(0), dup(I(0)))                                            \
 	X(dup2, 1, fd_dup3(I(0), I(1), 0, true))                              \
 	X(dup3, 1, fd_dup3(I(0), I(1), I(2), false))                          \

@@ -26,6 +26,8 @@
  *             reaches its counter and the epoll that watches it
  *   pollep    poll()/select() of an instance's fd: ready exactly when a
  *             wait would return an event
+ *   unshare   a thread with an fd table of its own closes the objects
+ *             there: the other threads still have them
  */
 #include <fcntl.h>
 #include <pthread.h>
@@ -533,6 +535,54 @@ static void run_pollep(void)
 	close(ep);
 }
 
+/* A thread with an fd table of its own (unshare(CLONE_FILES), or
+ * close_range's CLOSE_RANGE_UNSHARE) closes the eventfd and the instance in
+ * its table: the other threads still have them. */
+static struct {
+	int e, ep, how;
+} spl;
+
+static void *split_thread(void *arg)
+{
+	(void)arg;
+	if (spl.how == 0) {
+		if (unshare(CLONE_FILES) != 0)
+			abort();
+		close(spl.e);
+		close(spl.ep);
+	} else {
+		int lo = spl.e < spl.ep ? spl.e : spl.ep;
+		int hi = spl.e < spl.ep ? spl.ep : spl.e;
+
+		if (close_range((unsigned)lo, (unsigned)hi,
+				CLOSE_RANGE_UNSHARE) != 0)
+			abort();
+	}
+	return NULL;
+}
+
+static void run_unshare(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 4 }, out[2];
+	uint64_t v = 2;
+	pthread_t t;
+
+	for (spl.how = 0; spl.how < 2; spl.how++) {
+		spl.e = eventfd(1, EFD_NONBLOCK);
+		spl.ep = epoll_create1(0);
+		P_REQUIRE(spl.e >= 0 && spl.ep >= 0);
+		P_REQUIRE(epoll_ctl(spl.ep, EPOLL_CTL_ADD, spl.e, &ev) == 0);
+		P_REQUIRE(pthread_create(&t, NULL, split_thread, NULL) == 0);
+		P_REQUIRE(pthread_join(t, NULL) == 0);
+		SHOW("unshare: write", write(spl.e, &v, 8), 0);
+		SHOW("unshare: wait", epoll_wait(spl.ep, out, 2, 0),
+		     out[0].data.u64);
+		SHOW("unshare: read", read(spl.e, &v, 8), v);
+		SHOW("unshare: close", close(spl.e), 0);
+		SHOW("unshare: close ep", close(spl.ep), 0);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -545,6 +595,7 @@ int main(int argc, char **argv)
 		{ "fdopen", run_fdopen },     { "execveat", run_execveat },
 		{ "vfork", run_vfork },	      { "iouring", run_iouring },
 		{ "aio", run_aio },	      { "pollep", run_pollep },
+		{ "unshare", run_unshare },
 	};
 
 	self = argv[0];
