@@ -30,6 +30,7 @@
  *             there: the other threads still have them
  */
 #include <fcntl.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -50,6 +51,20 @@
 
 extern char **environ;
 static const char *self;
+/* The numbers open when the program started (inherited): not ours to
+ * replace.  Every other number the program did not open itself is free for
+ * it, whatever the library holds. */
+static bool at_start[64];
+
+static bool program_free(int fd, const int *own, int n)
+{
+	if (fd < 0 || fd >= 64 || at_start[fd])
+		return false;
+	for (int i = 0; i < n; i++)
+		if (own[i] == fd)
+			return false;
+	return true;
+}
 
 /* The new program: read the eventfd at number fd (nonblocking) and print
  * what it holds. */
@@ -105,8 +120,10 @@ static void run_numbers(void)
 	 * that is free for it, then execs (the handover of e runs). */
 	pid_t pid = fork();
 	if (pid == 0) {
+		int own[] = { e, p[1] };
+
 		for (int fd = 3; fd <= 40; fd++)
-			if (fd != e && fd != p[1] && fcntl(fd, F_GETFD) < 0)
+			if (program_free(fd, own, 2))
 				dup2(p[1], fd);
 		close(p[0]);
 		exec_child(e);
@@ -120,6 +137,29 @@ static void run_numbers(void)
 	uint64_t v = 0;
 	P_CHECK(eventfd_write(e, 1) == 0 && eventfd_read(e, &v) == 0);
 	printf("numbers: counter %llu\n", (unsigned long long)v);
+	/* The same without a fork: a log pipe put on every "free" number
+	 * from 3 to 40, then the eventfd written and read through the
+	 * instance; the pipe gets only the log line. */
+	int lp[2], on[41] = { 0 };
+	P_REQUIRE(pipe2(lp, O_NONBLOCK) == 0);
+	int own[] = { e, n1, ep, n2, lp[0], lp[1] };
+	for (int fd = 3; fd <= 40; fd++)
+		if (program_free(fd, own, 6) && dup2(lp[1], fd) == fd)
+			on[fd] = 1;
+	struct epoll_event out;
+	for (int i = 0; i < 3; i++) {
+		P_CHECK(eventfd_write(e, 2) == 0);
+		P_CHECK(epoll_wait(ep, &out, 1, 0) == 1);
+		P_CHECK(eventfd_read(e, &v) == 0);
+	}
+	P_REQUIRE(write(lp[1], "log\n", 4) == 4);
+	got = read(lp[0], buf, sizeof(buf));
+	printf("numbers: the log pipe got %zd bytes\n", got);
+	for (int fd = 3; fd <= 40; fd++)
+		if (on[fd])
+			close(fd);
+	close(lp[0]);
+	close(lp[1]);
 	close(ep);
 	close(e);
 	close(n1);
@@ -606,6 +646,8 @@ int main(int argc, char **argv)
 	/* Made before the watchdog and the fd count, so that the objects of
 	 * the test, not stdio, are what is counted. */
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int fd = 0; fd < 64; fd++)
+		at_start[fd] = fcntl(fd, F_GETFD) >= 0;
 	p_begin(60);
 	for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++)
 		if (!strcmp(argv[1], tests[i].name)) {
