@@ -14,10 +14,14 @@
  * object for good, which uepoll's calls pass straight to the kernel.
  */
 #include <errno.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "uepoll.h"
 
 #include "fdtab.h"
+#include "fdzone.h"
 #include "sys.h"
 
 #include "preload.h"
@@ -79,7 +83,7 @@ void preload_go_plain(void)
 
 	/* seq_cst, then the walk: pairs with preload_made's fence and load
 	 * (a creation either is seen by the walk or sees the flag). */
-	if (atomic_exchange(&preload__plain, true))
+	if (preload_in_vfork_child() || atomic_exchange(&preload__plain, true))
 		return;
 	for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
 		if (uepoll_demote(fd) == 0)
@@ -102,4 +106,42 @@ int preload_made(int fd)
 		errno = e;
 	}
 	return fd;
+}
+
+bool preload_peek(void *dst, const void *src, size_t n)
+{
+	struct iovec l = { dst, n }, r = { (void *)src, n };
+	ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+
+	if (got == (ssize_t)n)
+		return true;
+	if (got < 0 && errno != EFAULT) {
+		/* Not allowed here (a seccomp filter, say): read it directly,
+		 * as the kernel is about to. */
+		__builtin_memcpy(dst, src, n);
+		return true;
+	}
+	return false;
+}
+
+bool preload_make_room(void)
+{
+	struct rlimit rl;
+	int e = errno, p = fdzone_next(0);
+
+	/* Only private fds below the soft limit take the program's numbers
+	 * (TOP in src/fdzone.c); above it (ABOVE) they take none. */
+	if (p < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0 || (rlim_t)p >= rl.rlim_cur)
+		return false;
+	for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
+		if (uepoll_demote(fd) == 0) {
+			stats_add(STAT_DEMOTES);
+			errno = e;
+			return true;
+		}
+		if (fd == INT32_MAX)
+			break;
+	}
+	errno = e;
+	return false;
 }

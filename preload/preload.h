@@ -54,6 +54,23 @@ static inline bool preload_plain(void)
 }
 void preload_go_plain(void);
 int preload_made(int fd);
+/* Is this a vfork child (VFORK in wrap_exec.c)?  It shares the memory of
+ * the parent's thread, thread-local variables included, but not its fd
+ * table: its wrappers that make, close or replace numbers are libc's. */
+extern __thread bool preload__vforked __attribute__((tls_model("initial-exec")));
+static inline bool preload_in_vfork_child(void)
+{
+	return preload__vforked;
+}
+/* A creation failed with EMFILE where the kernel would have had a number
+ * had the library's own fds not taken some (TOP in src/fdzone.c): demote
+ * one object, which gives its private fds back.  true if one was (the
+ * caller tries again), false if that cannot help. */
+bool preload_make_room(void);
+/* Copy n bytes of the program's memory at src into dst without faulting:
+ * false if src is not readable (the kernel's call then answers EFAULT).
+ * One process_vm_readv(2); where that is refused, a plain copy. */
+bool preload_peek(void *dst, const void *src, size_t n);
 /* The value a uepoll call returned, with the caller's errno e put back on
  * success: the library may leave errno changed by an internal system call
  * that failed on the way to a success (a kernel call never does). */

@@ -7,7 +7,7 @@
  * with IOCB_FLAG_RESFD, in the kernel, where a ueventfd's counter is not:
  * each such eventfd is demoted before the submission (LTP's eventfd06).
  * libaio's io_submit is wrapped, and so is syscall(SYS_io_submit)
- * (wrap_syscall.c).  The iocbs are read with process_vm_readv, so that a bad
+ * (wrap_syscall.c).  The iocbs are read with preload_peek, so that a bad
  * pointer is the kernel's EFAULT afterwards and never a fault here.
  *
  * io_uring: once the process has a ring, the kernel can act on any number
@@ -31,14 +31,6 @@
 
 #include "preload.h"
 
-/* Copy n bytes of the program's memory at p, or false (a bad pointer). */
-static bool aio__peek(void *dst, const void *p, size_t n)
-{
-	struct iovec l = { dst, n }, r = { (void *)p, n };
-
-	return process_vm_readv(getpid(), &l, 1, &r, 1, 0) == (ssize_t)n;
-}
-
 void aio_demote_resfds(long nr, void *const *iocbs)
 {
 	int e = errno;
@@ -49,8 +41,8 @@ void aio_demote_resfds(long nr, void *const *iocbs)
 		struct iocb cb;
 		void *p;
 
-		if (!aio__peek(&p, &iocbs[i], sizeof(p)) ||
-		    !aio__peek(&cb, p, sizeof(cb)))
+		if (!preload_peek(&p, &iocbs[i], sizeof(p)) ||
+		    !preload_peek(&cb, p, sizeof(cb)))
 			break; /* the kernel's EFAULT, at or before i */
 		if (cb.aio_flags & IOCB_FLAG_RESFD &&
 		    preload_is_eventfd((int)cb.aio_resfd) &&

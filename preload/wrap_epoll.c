@@ -60,20 +60,24 @@ static int epoll__create(int flags)
 	errno = e;
 	return preload_made(fd);
 plain:
-	errno = e;
-	return REAL(epoll_create1)(flags);
+	do {
+		errno = e;
+		fd = REAL(epoll_create1)(flags);
+	} while (fd < 0 && errno == EMFILE && preload_make_room());
+	return fd;
 }
 
 PRELOAD_WRAP int epoll_create1(int flags)
 {
-	if (!preload_ready() || preload_plain())
+	if (!preload_ready() || preload_plain() || preload_in_vfork_child())
 		return REAL(epoll_create1)(flags);
 	return epoll__create(flags);
 }
 
 PRELOAD_WRAP int epoll_create(int size)
 {
-	if (!preload_ready() || preload_plain() || size <= 0)
+	if (!preload_ready() || preload_plain() || preload_in_vfork_child() ||
+	    size <= 0)
 		return REAL(epoll_create)(size);
 	return epoll__create(0);
 }

@@ -19,7 +19,7 @@ PRELOAD_WRAP int eventfd(unsigned int initval, int flags)
 {
 	int e = errno, fd;
 
-	if (!preload_ready() || preload_plain() ||
+	if (!preload_ready() || preload_plain() || preload_in_vfork_child() ||
 	    flags & ~(EFD_SEMAPHORE | EFD_NONBLOCK | EFD_CLOEXEC))
 		return REAL(eventfd)(initval, flags);
 	/* UEPOLL_NOPOLL=1: exact only once something polls it (wrap_poll.c). */
@@ -27,8 +27,11 @@ PRELOAD_WRAP int eventfd(unsigned int initval, int flags)
 	/* No room for the library's own fds (src/fdzone.c), no memory: the
 	 * kernel's eventfd, or the kernel's error. */
 	if (fd < 0) {
-		errno = e;
-		return REAL(eventfd)(initval, flags);
+		do {
+			errno = e;
+			fd = REAL(eventfd)(initval, flags);
+		} while (fd < 0 && errno == EMFILE && preload_make_room());
+		return fd;
 	}
 	stats_add(STAT_EVENTFDS);
 	errno = e;

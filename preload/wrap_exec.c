@@ -17,15 +17,18 @@
  *
  * VFORK stays vfork: a program may rely on its child sharing memory (to
  * hand exec's errno back, say).  Its child shares this memory but not the
- * fd table, so it must not demote anything itself: the memory would say
- * "demoted, private fd closed" while the parent's table keeps the fd.  So
- * the demotion comes first, in the parent, as for posix_spawn: vfork is a
- * stub that calls vfork__prepare and then jumps to libc's vfork (a jump,
- * not a call: no frame of ours is left for the child to return through).
- * In the child, exec_prepare sees that it runs in a vfork child (the
- * thread's cached id is not the kernel's: a forked child's handler updates
- * it, a vfork child runs none) and does nothing: what it inherits was
- * demoted before the vfork.
+ * fd table, so it must not change what the library knows of numbers: a
+ * demotion, a close, a dup2 in the child would say "private fd closed" or
+ * "number gone" in the memory while the parent's table keeps them (JDK's
+ * launcher closes every fd in its vfork child).  So the demotion comes
+ * first, in the parent, as for posix_spawn, and the child's wrappers that
+ * make, close or replace numbers are libc's calls on its own table
+ * (preload_in_vfork_child).  vfork is a stub that keeps the caller's
+ * return address in a thread-local variable, takes it off the stack and
+ * calls libc's vfork (whose own return address lives in a register across
+ * the system call): both the child and, later, the parent come back into
+ * the stub, which marks the parent's thread as itself again and returns to
+ * the caller (the technique of sanitizers' vfork interceptors).
  *
  * execveat and fexecve, and every exec through syscall(2)
  * (wrap_syscall.c), demote the same way.
@@ -40,38 +43,11 @@
 
 #include "preload.h"
 
-/* This thread's id as the kernel gave it; 0 until asked, and again in a
- * forked child (exec__forked).  A vfork child shares it with the parent's
- * thread, whose id it is not. */
-static __thread pid_t exec__tid __attribute__((tls_model("initial-exec")));
-
-static void exec__forked(void)
-{
-	exec__tid = 0;
-}
-
-static void exec__register(void)
-{
-	(void)pthread_atfork(NULL, NULL, exec__forked);
-}
-
-static bool exec__in_vfork_child(void)
-{
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-	pid_t t = (pid_t)real_syscall_raw(SYS_gettid, 0, 0, 0, 0, 0, 0);
-
-	if (!exec__tid) {
-		(void)pthread_once(&once, exec__register);
-		exec__tid = t;
-	}
-	return exec__tid != t;
-}
-
 void exec_prepare(void)
 {
 	int e = errno;
 
-	if (preload_ready() && !exec__in_vfork_child()) {
+	if (preload_ready() && !preload_in_vfork_child()) {
 		(void)uepoll_demote_exec();
 		stats_add(STAT_DEMOTES);
 	}
@@ -197,48 +173,87 @@ PRELOAD_WRAP FILE *popen(const char *command, const char *type)
 }
 
 
-void *vfork__prepare(void);
+void *vfork__prepare(void *ret);
+void *vfork__after(long r);
 pid_t vfork__nosys(void);
 
-/* VFORK.  Called by the stub before libc's vfork; returns libc's vfork for
- * the stub to jump to (NULL: none, the stub then fails with ENOSYS). */
-__attribute__((used, visibility("hidden"))) void *vfork__prepare(void)
+/* VFORK.  The stub's first call, in the parent: the exec demotion, the
+ * caller's return address kept (the stub takes it off the stack, so that
+ * libc's vfork, called, leaves nothing of the parent's on the stack the
+ * child runs on), and the mark the child's wrappers see.  Returns libc's
+ * vfork for the stub to call (NULL: none, the stub fails with ENOSYS). */
+__thread void *vfork__ret __attribute__((tls_model("initial-exec")));
+__thread bool preload__vforked __attribute__((tls_model("initial-exec")));
+
+__attribute__((used, visibility("hidden"))) void *vfork__prepare(void *ret)
 {
 	void *f = (void *)REAL(vfork);
 
 	exec_prepare(); /* here, in the parent: the child has its own fds */
+	vfork__ret = ret;
+	preload__vforked = f != NULL;
 	return f;
 }
 
-#if defined(__x86_64__)
-__asm__(".text\n"
-	".globl vfork\n"
-	".type vfork, @function\n"
-	"vfork:\n"
-	"	sub $8, %rsp\n" /* the call's 16-byte alignment */
-	"	call vfork__prepare\n"
-	"	add $8, %rsp\n"
-	"	test %rax, %rax\n"
-	"	jz 1f\n"
-	"	jmp *%rax\n"
-	"1:	jmp vfork__nosys\n"
-	".size vfork, .-vfork\n");
-#elif defined(__aarch64__)
-__asm__(".text\n"
-	".globl vfork\n"
-	".type vfork, %function\n"
-	"vfork:\n"
-	"	stp x29, x30, [sp, #-16]!\n"
-	"	bl vfork__prepare\n"
-	"	ldp x29, x30, [sp], #16\n"
-	"	cbz x0, 1f\n"
-	"	br x0\n"
-	"1:	b vfork__nosys\n"
-	".size vfork, .-vfork\n");
-#endif
+/* The stub's second call, in the child (r == 0) and then in the parent
+ * (the child's pid, or -1): the parent's thread is itself again.  Returns
+ * the caller's return address.  (The thread-local variables are the
+ * parent's thread's: the child runs on them, as on its memory.) */
+__attribute__((used, visibility("hidden"))) void *vfork__after(long r)
+{
+	if (r != 0)
+		preload__vforked = false;
+	return vfork__ret;
+}
 
 __attribute__((used, visibility("hidden"))) pid_t vfork__nosys(void)
 {
 	errno = ENOSYS;
 	return -1;
 }
+
+#if defined(__x86_64__)
+/* At entry %rsp is 8 mod 16 (the caller's return address on top). */
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, @function\n"
+	"vfork:\n"
+	"	mov (%rsp), %rdi\n"
+	"	sub $8, %rsp\n"
+	"	call vfork__prepare\n"
+	"	add $8, %rsp\n"
+	"	test %rax, %rax\n"
+	"	jz 1f\n"
+	"	pop %rcx\n" /* the return address, kept in vfork__ret */
+	"	call *%rax\n" /* libc's vfork: child, then parent, here */
+	"	push %rax\n"
+	"	sub $8, %rsp\n"
+	"	mov %rax, %rdi\n"
+	"	call vfork__after\n"
+	"	add $8, %rsp\n"
+	"	mov %rax, %rcx\n"
+	"	pop %rax\n"
+	"	push %rcx\n"
+	"	ret\n"
+	"1:	jmp vfork__nosys\n"
+	".size vfork, .-vfork\n");
+#elif defined(__aarch64__)
+/* The return address is in x30; the stack is the caller's (16-aligned). */
+__asm__(".text\n"
+	".globl vfork\n"
+	".type vfork, %function\n"
+	"vfork:\n"
+	"	mov x0, x30\n"
+	"	stp x29, x30, [sp, #-16]!\n"
+	"	bl vfork__prepare\n"
+	"	ldp x29, x30, [sp], #16\n"
+	"	cbz x0, 1f\n"
+	"	blr x0\n" /* libc's vfork: child, then parent, here */
+	"	str x0, [sp, #-16]!\n"
+	"	bl vfork__after\n"
+	"	mov x30, x0\n"
+	"	ldr x0, [sp], #16\n"
+	"	ret\n"
+	"1:	b vfork__nosys\n"
+	".size vfork, .-vfork\n");
+#endif

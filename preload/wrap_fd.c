@@ -24,6 +24,7 @@
  * would natively, and close_range() and closefrom() close around them.
  * The exec handover (wrap_exec.c) needs them after such a loop.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -44,6 +45,9 @@ int fd_close(int fd)
 {
 	int e = errno;
 
+	if (preload_in_vfork_child())
+		return REAL(close)(fd);
+
 	stats_add(STAT_CLOSES);
 	return (int)preload_keep_errno(e, uepoll_close(fd));
 }
@@ -63,8 +67,8 @@ PRELOAD_WRAP int close(int fd)
 		}
 		return 0;
 	}
-	/* FAST PATH in wrap_io.c. */
-	if (!preload_maybe_object(fd)) {
+	/* FAST PATH in wrap_io.c.  A vfork child closes in its own table. */
+	if (!preload_maybe_object(fd) || preload_in_vfork_child()) {
 		if (fdzone_has(fd)) {
 			errno = EBADF; /* the library's own (PRIVATE) */
 			return -1;
@@ -214,7 +218,8 @@ static int fd__threads(void)
 
 void fd_table_split(void)
 {
-	if (preload_ready() && !preload_plain() && fd__threads() > 1)
+	if (preload_ready() && !preload_plain() && !preload_in_vfork_child() &&
+	    fd__threads() > 1)
 		preload_go_plain();
 }
 
@@ -233,15 +238,19 @@ int fd_close_range(unsigned int first, unsigned int last, int flags,
 	long n = 0;
 	int r;
 
-	if (flags & CLOSE_RANGE_UNSHARE)
+	if (flags & CLOSE_RANGE_UNSHARE && !preload_in_vfork_child())
 		fd_table_split();
 
-	/* CLOSE_RANGE_CLOEXEC closes nothing. */
-	bool closes = preload_ready() && !(flags & CLOSE_RANGE_CLOEXEC);
+	/* CLOSE_RANGE_CLOEXEC closes nothing; a vfork child closes in its
+	 * own table (the library's memory is its parent's). */
+	bool closes = preload_ready() && !preload_in_vfork_child() &&
+		      !(flags & CLOSE_RANGE_CLOEXEC);
 
 	if (closes)
 		v = fd__snapshot(first, last, &n);
-	if (preload_ready() && first <= last)
+	/* Flags the kernel refuses: its EINVAL, nothing closed. */
+	if (preload_ready() && first <= last &&
+	    !(flags & ~(CLOSE_RANGE_UNSHARE | CLOSE_RANGE_CLOEXEC)))
 		r = fd__close_around(first, last, flags, via_syscall);
 	else if (via_syscall)
 		r = (int)REAL(syscall)(SYS_close_range, first, last, flags);
@@ -266,6 +275,40 @@ PRELOAD_WRAP int close_range(unsigned int first, unsigned int last, int flags)
 	return fd_close_range(first, last, flags, false);
 }
 
+/* closefrom's fallback: every listed number >= lowfd but the private
+ * ones, listed first and closed after (closing while reading the
+ * directory would skip entries). */
+static void fd__close_listed(int lowfd)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int *v = NULL, n = 0, cap = 0, self;
+
+	if (!d)
+		return;
+	self = dirfd(d);
+	while ((de = readdir(d))) {
+		int fd = atoi(de->d_name);
+
+		if (de->d_name[0] == '.' || fd < lowfd || fd == self ||
+		    fdzone_has(fd))
+			continue;
+		if (n == cap) {
+			int *w = realloc(v, (size_t)(cap = cap ? 2 * cap : 64) *
+						    sizeof(*v));
+
+			if (!w)
+				break;
+			v = w;
+		}
+		v[n++] = fd;
+	}
+	closedir(d);
+	for (int i = 0; i < n; i++)
+		real__fns.close(v[i]);
+	free(v);
+}
+
 PRELOAD_WRAP void closefrom(int lowfd)
 {
 	struct fd__snap *v = NULL;
@@ -274,16 +317,19 @@ PRELOAD_WRAP void closefrom(int lowfd)
 
 	if (!REAL(closefrom))
 		return;
-	if (!preload_ready() || lowfd < 0) {
+	if (!preload_ready() || lowfd < 0 || preload_in_vfork_child()) {
 		REAL(closefrom)(lowfd);
 		return;
 	}
 	v = fd__snapshot((unsigned int)lowfd, ~0u, &n);
-	/* Around the private numbers; libc's closefrom (which walks
-	 * /proc/self/fd where close_range(2) is missing) only without them. */
-	if (fdzone_next(lowfd) < 0 ||
-	    fd__close_around((unsigned int)lowfd, ~0u, 0, false) < 0)
+	/* Around the private numbers; libc's closefrom only without them.
+	 * Where close_range(2) is missing (before Linux 5.9, or refused by a
+	 * seccomp filter), the numbers /proc/self/fd lists, as libc's own
+	 * fallback walks them, but the private ones. */
+	if (fdzone_next(lowfd) < 0)
 		REAL(closefrom)(lowfd);
+	else if (fd__close_around((unsigned int)lowfd, ~0u, 0, false) < 0)
+		fd__close_listed(lowfd);
 	fd__drop(v, n, (unsigned int)lowfd, ~0u);
 	errno = e;
 }
@@ -295,6 +341,10 @@ int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2)
 {
 	int e = errno, r;
 
+	if (preload_in_vfork_child())
+		return is_dup2 ? REAL(dup2)(oldfd, newfd)
+			       : REAL(dup3)(oldfd, newfd, flags);
+
 	r = is_dup2 ? uepoll_dup2(oldfd, newfd) : uepoll_dup3(oldfd, newfd, flags);
 	if (r >= 0)
 		stats_add(STAT_DUPS);
@@ -305,7 +355,7 @@ PRELOAD_WRAP int dup(int oldfd)
 {
 	int e = errno, r;
 
-	if (!preload_ready())
+	if (!preload_ready() || preload_in_vfork_child())
 		return REAL(dup)(oldfd);
 	r = uepoll_dup(oldfd);
 	if (r >= 0)
@@ -315,14 +365,14 @@ PRELOAD_WRAP int dup(int oldfd)
 
 PRELOAD_WRAP int dup2(int oldfd, int newfd)
 {
-	if (!preload_ready())
+	if (!preload_ready() || preload_in_vfork_child())
 		return REAL(dup2)(oldfd, newfd);
 	return fd_dup3(oldfd, newfd, 0, true);
 }
 
 PRELOAD_WRAP int dup3(int oldfd, int newfd, int flags)
 {
-	if (!preload_ready())
+	if (!preload_ready() || preload_in_vfork_child())
 		return REAL(dup3)(oldfd, newfd, flags);
 	return fd_dup3(oldfd, newfd, flags, false);
 }
@@ -337,7 +387,8 @@ static int fd__fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 
 	/* A dup of any fd may land on a number the table still has: the
 	 * library's F_DUPFD drops what was there. */
-	if (!preload_ready() || (!dup && !preload_is_object(fd)))
+	if (!preload_ready() || (!dup && !preload_is_object(fd)) ||
+	    (dup && preload_in_vfork_child()))
 		return real(fd, cmd, arg);
 	r = uepoll_fcntl(fd, cmd, arg);
 	if (r >= 0 && dup)

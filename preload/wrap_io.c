@@ -151,10 +151,25 @@ static ssize_t io__rw2(bool wr, int fd, const struct iovec *iov, int iovcnt,
 		       off_t off, int flags)
 {
 	unsigned char probe[7];
-	struct iovec p = { probe, sizeof(probe) };
+	struct iovec p = { probe, sizeof(probe) }, v[IOV_MAX];
 	ssize_t r;
 	int e = errno;
 
+	/* No vector, an unreadable one (EFAULT), or fewer than 8 bytes in it:
+	 * the kernel's answer (0, EFAULT, EINVAL...) touches nothing.
+	 * RWF_NOWAIT: the kernel's eventfd honours it (EAGAIN where it would
+	 * block), which a ueventfd's blocking path cannot: the object is
+	 * demoted first (DEMOTE). */
+	if (iovcnt <= 0 || iovcnt > IOV_MAX ||
+	    !preload_peek(v, iov, (size_t)iovcnt * sizeof(v[0])) ||
+	    io__total(v, iovcnt) < 8 || flags & RWF_NOWAIT) {
+		if (flags & RWF_NOWAIT && iovcnt > 0 &&
+		    !preload_in_vfork_child() && uepoll_demote(fd) == 0)
+			stats_add(STAT_DEMOTES);
+		errno = e;
+		return wr ? REAL(pwritev2)(fd, iov, iovcnt, off, flags)
+			  : REAL(preadv2)(fd, iov, iovcnt, off, flags);
+	}
 	if (flags) {
 		r = wr ? REAL(pwritev2)(fd, &p, 1, off, flags)
 		       : REAL(preadv2)(fd, &p, 1, off, flags);
@@ -162,7 +177,7 @@ static ssize_t io__rw2(bool wr, int fd, const struct iovec *iov, int iovcnt,
 			return r;
 		errno = e;
 	}
-	return wr ? writev(fd, iov, iovcnt) : readv(fd, iov, iovcnt);
+	return wr ? writev(fd, v, iovcnt) : readv(fd, v, iovcnt);
 }
 
 PRELOAD_WRAP ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt,
@@ -205,7 +220,8 @@ PRELOAD_WRAP ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt,
  * exact kernel object. */
 PRELOAD_WRAP FILE *fdopen(int fd, const char *mode)
 {
-	if (preload_ready() && preload_is_object(fd)) {
+	if (preload_ready() && !preload_in_vfork_child() &&
+	    preload_is_object(fd)) {
 		int e = errno;
 
 		if (uepoll_demote(fd) == 0)

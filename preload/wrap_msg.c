@@ -8,20 +8,39 @@
  * then share an exact kernel eventfd, as after a fork.  An instance is
  * demoted too: it arrives as its kernel epoll with every registration.
  */
+#include <stdlib.h>
 #include <sys/socket.h>
 
 #include "uepoll.h"
 
+#include "obj.h"
+
 #include "preload.h"
 
-static void msg__demote(const struct msghdr *msg)
+/* Every object among the fds msg passes with SCM_RIGHTS is demoted.  The
+ * header and its control data are read with preload_peek (a bad pointer is
+ * the kernel's EFAULT, never a fault here), and only while objects exist;
+ * control data beyond 64 KiB (far more than the kernel's SCM_MAX_FD fds)
+ * is the kernel's to refuse. */
+static void msg__demote(const struct msghdr *umsg)
 {
+	unsigned char small[4096], *buf = small;
+	struct msghdr msg;
 	struct cmsghdr *c;
 
-	if (!msg || !msg->msg_control || msg->msg_controllen < sizeof(*c))
+	if (!umsg || preload_in_vfork_child() ||
+	    (uobj_live_count(UOBJ_EVENTFD) == 0 &&
+	     uobj_live_count(UOBJ_PORT) == 0) ||
+	    !preload_peek(&msg, umsg, sizeof(msg)) || !msg.msg_control ||
+	    msg.msg_controllen < sizeof(*c) || msg.msg_controllen > 65536)
 		return;
-	for (c = CMSG_FIRSTHDR((struct msghdr *)msg); c;
-	     c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+	if (msg.msg_controllen > sizeof(small) &&
+	    !(buf = malloc(msg.msg_controllen)))
+		return;
+	if (!preload_peek(buf, msg.msg_control, msg.msg_controllen))
+		goto out;
+	msg.msg_control = buf;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
 		const unsigned char *p = CMSG_DATA(c);
 		size_t n;
 
@@ -37,6 +56,9 @@ static void msg__demote(const struct msghdr *msg)
 				stats_add(STAT_DEMOTES);
 		}
 	}
+out:
+	if (buf != small)
+		free(buf);
 }
 
 PRELOAD_WRAP ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
@@ -56,7 +78,8 @@ PRELOAD_WRAP int sendmmsg(int fd, struct mmsghdr *vec, unsigned int vlen,
 	if (preload_ready() && vec) {
 		int e = errno;
 
-		for (unsigned int i = 0; i < vlen; i++)
+		/* The kernel takes at most UIO_MAXIOV (1024) of them. */
+		for (unsigned int i = 0; i < vlen && i < 1024; i++)
 			msg__demote(&vec[i].msg_hdr);
 		errno = e;
 	}

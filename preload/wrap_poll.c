@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <sys/select.h>
 
+#include "fdtab.h"
 #include "obj.h"
 
 #include "preload.h"
@@ -41,38 +42,78 @@ int __poll_chk(struct pollfd *pfd, nfds_t n, int timeout, size_t len);
 int __ppoll_chk(struct pollfd *pfd, nfds_t n, const struct timespec *timeout,
 		const sigset_t *mask, size_t len);
 
+/* Anything for a look to do?  A stale doorbell needs an instance; ending
+ * NOPOLL needs an object, with the policy on.  A process with none (a
+ * program that never made one) gets libc's call with two loads. */
+static bool poll__any(void)
+{
+	return uobj_live_count(UOBJ_PORT) > 0 ||
+	       (policy.nopoll && uobj_live_count(UOBJ_EVENTFD) > 0);
+}
+
 /* Every object among pfd becomes exact: with UEPOLL_NOPOLL=1 its option
  * ends; an instance's stale doorbell is taken, whatever the policy (the
- * instance's fd then reads ready only if a wait would return an event). */
+ * instance's fd then reads ready only if a wait would return an event).
+ * The array is read with preload_peek: a bad one is the kernel's EFAULT,
+ * as is an n above any fd limit its EINVAL, never a fault here. */
 void poll_mark_fds(const struct pollfd *pfd, nfds_t n)
 {
-	if (!pfd)
+	struct pollfd v[64];
+
+	if (!pfd || !n || n > (1u << 20) || !poll__any())
 		return;
-	for (nfds_t i = 0; i < n; i++)
-		if (pfd[i].fd >= 0 && preload_maybe_object(pfd[i].fd))
-			uobj_polled(pfd[i].fd, 0);
+	for (nfds_t i = 0; i < n;) {
+		nfds_t k = n - i < 64 ? n - i : 64;
+
+		if (!preload_peek(v, pfd + i, k * sizeof(v[0])))
+			return;
+		for (nfds_t j = 0; j < k; j++)
+			if (v[j].fd >= 0 && preload_maybe_object(v[j].fd))
+				uobj_polled(v[j].fd, 0);
+		i += k;
+	}
 }
 
-/* Bit fd of a set of nfds numbers.  Not FD_ISSET: a program may pass sets
- * larger than FD_SETSIZE (allocated for nfds bits, as the kernel reads
- * them), where fortified FD_ISSET aborts. */
-static bool poll__isset(const fd_set *s, int fd)
-{
-	const unsigned long *b = (const unsigned long *)(const void *)s;
-	const unsigned int bits = 8 * sizeof(*b);
-
-	return s && b[(unsigned int)fd / bits] >> ((unsigned int)fd % bits) & 1;
-}
-
-/* Every object in the first nfds of the sets becomes exact. */
+/* Every object in the first nfds of the sets becomes exact.  Only the
+ * words up to the highest number an object ever had are read (the kernel
+ * itself reads no further than its fd table, which holds that number), each
+ * with preload_peek; a set larger than FD_SETSIZE is read as the kernel
+ * reads it (FD_ISSET would abort under _FORTIFY_SOURCE). */
 void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
 		    const fd_set *x)
 {
-	for (int fd = 0; fd < nfds; fd++)
-		if ((poll__isset(r, fd) || poll__isset(w, fd) ||
-		     poll__isset(x, fd)) &&
-		    preload_maybe_object(fd))
-			uobj_polled(fd, 0);
+	const fd_set *sets[3] = { r, w, x };
+	const int bits = 8 * (int)sizeof(unsigned long);
+	unsigned long v[3][16];
+	int end;
+
+	if (nfds <= 0 || !poll__any())
+		return;
+	end = fdtab_high() + 1;
+	if (end > nfds)
+		end = nfds;
+	for (int base = 0; base < end; base += 16 * bits) {
+		int stop = end - base < 16 * bits ? end - base : 16 * bits;
+		size_t words = (size_t)((stop + bits - 1) / bits);
+
+		for (int k = 0; k < 3; k++) {
+			const unsigned long *w0 =
+				(const unsigned long *)(const void *)sets[k];
+
+			if (sets[k] && !preload_peek(v[k], w0 + base / bits,
+						     words * sizeof(v[k][0])))
+				return;
+		}
+		for (int i = 0; i < stop; i++) {
+			bool on = false;
+
+			for (int k = 0; k < 3; k++)
+				on = on || (sets[k] &&
+					    (v[k][i / bits] >> (i % bits) & 1));
+			if (on && preload_maybe_object(base + i))
+				uobj_polled(base + i, 0);
+		}
+	}
 }
 
 PRELOAD_WRAP int poll(struct pollfd *pfd, nfds_t n, int timeout)

@@ -71,6 +71,9 @@
 #define I(i) ((int)a[i])
 #define U(i) ((unsigned int)a[i])
 #define P(i) ((void *)a[i])
+/* A signal mask in argument m has the size in argument z the kernel
+ * takes (or there is none). */
+#define SIGSZ(m, z) (!P(m) || A(z) == 8)
 /* Is the fd in argument i the layer's (an object, or a private number)? */
 #define OURS(i) (preload_maybe_object(I(i)) || fdzone_has(I(i)))
 
@@ -95,18 +98,23 @@
 	X(dup, OURS(0), dup(I(0)))                                            \
 	X(dup2, 1, fd_dup3(I(0), I(1), 0, true))                              \
 	X(dup3, 1, fd_dup3(I(0), I(1), I(2), false))                          \
-	/* F_DUPFD of any fd may land on a number an object had. */           \
-	X(fcntl, 1, fcntl(I(0), I(1), P(2)))                                  \
+	/* F_DUPFD of any fd may land on a number an object had; any other   \
+	 * command on a kernel fd is the raw call (F_GETOWN's -pgid...). */   \
+	X(fcntl, OURS(0) || I(1) == F_DUPFD || I(1) == F_DUPFD_CLOEXEC,       \
+	  fcntl(I(0), I(1), P(2)))                                            \
 	X(ioctl, OURS(0), ioctl(I(0), (unsigned long)A(1), P(2)))             \
 	X(eventfd2, 1, eventfd(U(0), I(1)))                                   \
 	X(eventfd, 1, eventfd(U(0), 0))                                       \
 	X(epoll_create1, 1, epoll_create1(I(0)))                              \
 	X(epoll_create, 1, epoll_create(I(0)))                                \
 	/* A kernel epoll's ctl of an object ends its NOPOLL (wrap_poll.c). */ \
-	X(epoll_ctl, 1, epoll_ctl(I(0), I(1), I(2), P(3)))                    \
+	X(epoll_ctl, OURS(0) || OURS(2), epoll_ctl(I(0), I(1), I(2), P(3)))   \
 	X(epoll_wait, OURS(0), epoll_wait(I(0), P(1), I(2), I(3)))            \
-	X(epoll_pwait, OURS(0), epoll_pwait(I(0), P(1), I(2), I(3), P(4)))    \
-	X(epoll_pwait2, OURS(0), epoll_pwait2(I(0), P(1), I(2), P(3), P(4)))  \
+	/* A signal mask of the wrong size: the kernel's EINVAL, first. */     \
+	X(epoll_pwait, OURS(0) && SIGSZ(4, 5),                                \
+	  epoll_pwait(I(0), P(1), I(2), I(3), P(4)))                          \
+	X(epoll_pwait2, OURS(0) && SIGSZ(4, 5),                               \
+	  epoll_pwait2(I(0), P(1), I(2), P(3), P(4)))                         \
 	X(sendmsg, 1, sendmsg(I(0), P(1), I(2)))                              \
 	X(sendmmsg, 1, sendmmsg(I(0), P(1), U(2), I(3)))                      \
 	X(execve, 1, execve(P(0), P(1), P(2)))                                \

@@ -72,14 +72,29 @@ struct uobj *fdtab_get(int fd)
 	}
 }
 
+/* The highest number ever published (-1: none): relaxed, a bound for the
+ * preload layer's scans of select()'s sets. */
+static _Atomic int fdtab__high = -1;
+
+int fdtab_high(void)
+{
+	return atomic_load_explicit(&fdtab__high, memory_order_relaxed);
+}
+
 struct uobj *fdtab_set(int fd, struct uobj *o, bool *ok)
 {
 	fdtab__slot *s = fdtab__slot_of(fd, true);
 	struct uobj *old;
+	int h;
 
 	*ok = s != NULL;
 	if (!s)
 		return NULL;
+	h = atomic_load_explicit(&fdtab__high, memory_order_relaxed);
+	while (fd > h && !atomic_compare_exchange_weak_explicit(
+				 &fdtab__high, &h, fd, memory_order_relaxed,
+				 memory_order_relaxed))
+		;
 	/* Release: the object's initialisation happens-before any reader
 	 * that sees it here. */
 	old = atomic_exchange_explicit(s, o, memory_order_acq_rel);

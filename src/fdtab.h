@@ -25,5 +25,7 @@ struct uobj *fdtab_peek(int fd);
  * racy snapshot: for the preload layer's close_range, which then checks
  * each number with uobj_forget). */
 int fdtab_next(int fd);
+/* The highest number at which an object was ever published, or -1. */
+int fdtab_high(void);
 
 #endif

@@ -13,19 +13,23 @@
  * ueventfd's private fd got the exec handover's bytes).
  *
  * PLACES.  So a private fd is placed, by fcntl(F_DUPFD_CLOEXEC, base),
- *  - ABOVE the soft limit when the hard limit leaves room (systemd's usual
- *    1024/524288): the soft limit is raised to the hard one for that one
- *    fcntl and put back at once (RLIMIT).  The program can neither get such
- *    a number nor dup2 onto it (the kernel refuses numbers at or above the
- *    soft limit), its close loops up to sysconf(_SC_OPEN_MAX) stop below
- *    it, and its EMFILE comes at the native count;
- *  - else at the TOP of the table, below the limit (or below FDZONE__CAP
- *    when the limit is larger: the kernel's table, and the copy a fork
- *    makes of it, grow with the highest open number), the zone growing
- *    downwards from there as far as it must.  The program then meets them
- *    only when it fills its table (EMFILE earlier, by the private fds
- *    held) or dup2()s onto a number near its limit: docs/design.md, "Where
- *    uepoll differs".
+ * always below FDZONE__CAP (FD_SETSIZE, 1024: the kernel's fd table grows
+ * with the highest open number, and select() reads as many bits as the
+ * table has, clamping nfds: select(getdtablesize(), ...) with a plain fd_set
+ * works natively only while the table stays within one fd_set),
+ *  - ABOVE the soft limit when it is below the cap and the hard limit
+ *    leaves room (a program that lowered its limit): the soft limit is
+ *    raised for that one fcntl and put back at once (RLIMIT).  The program
+ *    can neither get such a number nor dup2 onto it (the kernel refuses
+ *    numbers at or above the soft limit), its close loops up to
+ *    sysconf(_SC_OPEN_MAX) stop below it, and its EMFILE comes at the
+ *    native count;
+ *  - else at the TOP: the highest free number below the soft limit and the
+ *    cap, the zone growing downwards from there as far as it must.  The
+ *    program then meets them only when it gets near 1024 fds (its numbers
+ *    then skip the zone, and with a soft limit of 1024 its EMFILE comes
+ *    earlier, by the private fds held) or dup2()s onto a number near 1023:
+ *    docs/design.md, "Where uepoll differs".
  * No place (the zone is full, or no fd is left at all): -EMFILE, and the
  * caller makes no object (the preload layer then gives the program a plain
  * kernel object: a call that succeeds natively does not fail).
@@ -56,10 +60,12 @@
 #include "lock.h"
 #include "sys.h"
 
-/* TOP's highest base: 64Ki numbers, a 512 KiB table. */
-#define FDZONE__CAP 65536
-/* TOP's first step down when the numbers above the cursor are taken. */
-#define FDZONE__STEP 16
+/* No private fd at FD_SETSIZE or above: the kernel's fd table then stays
+ * within what one fd_set covers, as it does natively for a program with
+ * fewer fds (select() reads nfds bits, clamped to the table's size:
+ * select(getdtablesize(), ...) with a plain fd_set must keep working), and
+ * a fork copies no more of it. */
+#define FDZONE__CAP 1024
 
 #define FDZONE__WORDS 64 /* 4096 numbers per chunk */
 #define FDZONE__DIRS 1024 /* 4M numbers: above the kernel's default nr_open */
@@ -69,8 +75,6 @@ static _Atomic(_Atomic uint64_t *) fdzone__dir[FDZONE__DIRS];
 _Atomic int fdzone__low = INT32_MAX;
 
 static pthread_mutex_t fdzone__lock = PTHREAD_MUTEX_INITIALIZER;
-/* TOP: where the next search starts (0: not set yet).  fdzone__lock. */
-static int fdzone__cursor;
 
 static _Atomic uint64_t *fdzone__word(int fd, bool create)
 {
@@ -149,55 +153,59 @@ int fdzone_next(int fd)
 	return -1;
 }
 
+/* A duplicate of fd at the lowest free number >= base, or -errno. */
+static int fdzone__from(int fd, int base)
+{
+	return sys_fcntl(fd, F_DUPFD_CLOEXEC, (void *)(uintptr_t)base);
+}
+
+/* fdzone__lock held.  TOP: a duplicate of fd at the highest free number
+ * below top, or -EMFILE.  The numbers are looked at from the top down:
+ * ours (the bitmap) are skipped without a call, any other is asked with
+ * F_GETFD, which allocates nothing.  A probe by F_DUPFD would: its number
+ * could be 1024 or above, and the kernel's fd table never shrinks again
+ * (FDZONE__CAP).  A free one is taken with F_DUPFD from it, which gives it
+ * unless another thread took it meanwhile (then the next one down). */
+static int fdzone__top(int fd, int top)
+{
+	for (int n = top - 1; n >= 0; n--) {
+		int r;
+
+		if (fdzone__has(n) || sys_fcntl(n, F_GETFD, NULL) != -EBADF)
+			continue;
+		r = fdzone__from(fd, n);
+		if (r == n || r < 0)
+			return r;
+		sys_close(r);
+	}
+	return -EMFILE;
+}
+
 /* fdzone__lock held.  A place for a duplicate of fd (PLACES). */
 static int fdzone__place(int fd)
 {
 	struct rlimit rl;
-	int r, top;
+	int r, cur;
 
 	r = sys_nofile(NULL, &rl);
 	if (r < 0)
 		return r;
-	if (rl.rlim_cur > INT32_MAX)
-		rl.rlim_cur = INT32_MAX;
-	if (rl.rlim_max > rl.rlim_cur) {
-		struct rlimit up = { rl.rlim_max, rl.rlim_max };
+	cur = rl.rlim_cur > INT32_MAX ? INT32_MAX : (int)rl.rlim_cur;
+	if (cur < FDZONE__CAP && rl.rlim_max > (rlim_t)cur) {
+		struct rlimit up = { rl.rlim_max < FDZONE__CAP ? rl.rlim_max
+							       : FDZONE__CAP,
+				     rl.rlim_max };
 
 		/* ABOVE: the put-back cannot fail (lowering is always allowed,
 		 * and the hard limit is unchanged). */
 		if (sys_nofile(&up, NULL) == 0) {
-			r = sys_fcntl(fd, F_DUPFD_CLOEXEC,
-				      (void *)(uintptr_t)rl.rlim_cur);
+			r = fdzone__from(fd, cur);
 			(void)sys_nofile(&rl, NULL);
 			if (r >= 0)
 				return r;
 		}
 	}
-	/* TOP. */
-	top = rl.rlim_cur < FDZONE__CAP ? (int)rl.rlim_cur : FDZONE__CAP;
-	if (fdzone__cursor <= 0 || fdzone__cursor >= top)
-		fdzone__cursor = top - 1;
-	for (;;) {
-		int step;
-
-		r = sys_fcntl(fd, F_DUPFD_CLOEXEC,
-			      (void *)(uintptr_t)fdzone__cursor);
-		/* -EINVAL: the limit went below the cursor meanwhile (another
-		 * process's prlimit); the next placement starts again. */
-		if (r >= 0 || (r != -EMFILE && r != -EINVAL))
-			return r;
-		if (fdzone__cursor <= 0 || r == -EINVAL) {
-			fdzone__cursor = 0; /* the next one starts at the top */
-			return -EMFILE;
-		}
-		/* Twice as far down each time: a dense zone of n costs
-		 * log(n) calls once, then the cursor stays there. */
-		step = top - fdzone__cursor;
-		if (step < FDZONE__STEP)
-			step = FDZONE__STEP;
-		fdzone__cursor = fdzone__cursor > step ? fdzone__cursor - step
-						       : 0;
-	}
+	return fdzone__top(fd, cur < FDZONE__CAP ? cur : FDZONE__CAP);
 }
 
 int fdzone_dup(int fd)

@@ -129,11 +129,22 @@ static void obj__unmade(struct uobj *o)
 	}
 }
 
+/* Objects on the live list, by type: written under obj__lock, read
+ * relaxed by uobj_live_count (a hint). */
+static _Atomic int obj__nlive[OBJ__NTYPES];
+
+int uobj_live_count(int type)
+{
+	return atomic_load_explicit(&obj__nlive[type], memory_order_relaxed);
+}
+
 /* obj__lock held. */
 static void obj__join(struct uobj *o)
 {
 	list_add_tail(&obj__live, &o->live);
 	o->on_live = true;
+	atomic_fetch_add_explicit(&obj__nlive[o->type], 1,
+				  memory_order_relaxed);
 }
 
 void uobj_live(struct uobj *o)
@@ -223,6 +234,8 @@ void uobj_free(struct uobj *o)
 	if (o->on_live) {
 		list_del(&o->live);
 		o->on_live = false;
+		atomic_fetch_sub_explicit(&obj__nlive[o->type], 1,
+					  memory_order_relaxed);
 	}
 	free(o->more);
 	o->more = NULL;

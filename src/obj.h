@@ -161,6 +161,9 @@ void uobj_unpublish_all(struct uobj *o);
 /* A number of o that is open as o's kernel file (kcmp: fd has not been
  * closed behind our back), fd itself if it is one, or -1. */
 int uobj_number_of(struct uobj *o, int fd);
+/* How many objects of the type are live now (made and not yet freed):
+ * a relaxed hint, for the preload layer's "none at all" fast paths. */
+int uobj_live_count(int type);
 /* Take a reference if the count is not zero. */
 bool uobj_tryget(struct uobj *o);
 void uobj_get(struct uobj *o);
