@@ -9,9 +9,9 @@
  * option set, a program must not be able to tell it runs under the
  * preload.
  *
- * OFF: a comma-separated list of kinds switched off (the names of kinds[]
- * below; PFUZZ_OFF adds to it).  Three kinds are not operations but ways
- * of choosing and printing fds:
+ * OFF: a comma-separated list of kinds switched off (the names of KINDS
+ * below, `pfuzz kinds`; PFUZZ_OFF adds to it).  The kinds of weight 0 are
+ * not operations but ways of choosing arguments and printing results:
  *   fdnum  fds printed as numbers (off: as h<slot>, the program's own slot
  *          index, so that a different numbering is not seen by itself);
  *   rawfd  arguments picked among arbitrary numbers 3..64 and numbers
@@ -22,7 +22,12 @@
  *   evorder which events a wait with a small maxevents returns, and their
  *          order (off: maxevents 64, the events sorted: compared as a
  *          set);
- *   et, oneshot  EPOLLET, EPOLLONESHOT in the events registered.
+ *   et, oneshot  EPOLLET, EPOLLONESHOT in the events registered;
+ *   closereg  closing (or dup2 over) a number ADDed to an instance while
+ *          another number of its file stays open (the kernel keeps the
+ *          registration under the closed number);
+ *   closenest  closing the last number of an instance ADDed to another.
+ * (Off, such a close prints "kept" and is not made.)
  * SKIP: a comma-separated list of steps not made (the driver's
  * minimisation).  Each step draws its kind and its arguments from its own
  * generator (seeded by SEED and the step), so that switching a kind off or
@@ -31,12 +36,15 @@
  *
  * Nothing blocks: waits and polls have timeout 0, and a read or write
  * that could block is made only if the fd is O_NONBLOCK or poll() says it
- * is ready (else the line says "notready").  A watchdog (alarm,
+ * is ready (else the line says "notready"); but blockread, whose read is
+ * ended by a periodic timer's signal.  A watchdog (alarm,
  * PFUZZ_ALARM seconds, 10 by default) kills a run that blocks anyway:
  * the preload and the kernel then differ in exit status.  The output is
  * deterministic natively: no pointers, pids or times.  Fds 0-2 are never
  * an argument (stdout is the output); every fd above is closed at start
- * (what the environment left open must not show).
+ * (what the environment left open must not show), and RLIMIT_NOFILE's
+ * soft limit is 1024 (select's FD_SETSIZE).  PFUZZ_DEBUG=1 prints a held
+ * fd as h<slot>/<number> (to compare the numbering by eye).
  *
  * `pfuzz child FD...` is the helper that exec and spawn start: it reports
  * each inherited FD (close-on-exec, what it is, readiness, 8 bytes read).
