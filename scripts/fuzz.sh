@@ -10,8 +10,35 @@
 #   build-fuzz/tests/fuzz_diff FILE
 # FUZZ_ARGS adds libFuzzer
 # flags (e.g. FUZZ_ARGS=-max_len=4096).  Exit status 0 iff no divergence.
+#
+#   scripts/fuzz.sh --preload [SECONDS]
+# is the preload's differential fuzzer instead (preload/tests/pfuzz.c,
+# issue 33): random programs over the libc calls that touch fds, each run
+# natively and under uepoll-run, until SECONDS (default 600) are up.  It
+# builds build-pfuzz/ (gcc, no sanitizer: an LD_PRELOAD cannot go with
+# one) and runs preload/tests/pfuzz.sh from seed PFUZZ_FROM (default: from
+# the clock, printed) with PFUZZ_STEPS steps (default 200), the kinds of
+# preload/tests/pfuzz_known.txt switched off (PFUZZ_MASK: another list,
+# `-` for none).  On the first divergence it prints the minimised
+# sequence and the reproducer (also appended to build-pfuzz/pfuzz_repro.txt)
+# and exits 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --preload ]; then
+	secs=${2:-600}
+	dir=build-pfuzz
+	scripts/deps.sh build-essential cmake pkg-config liburcu-dev
+	cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		-DUEPOLL_WERROR=ON -DUEPOLL_BENCH=OFF >/dev/null
+	cmake --build "$dir" -j"$(nproc)" --target uepoll_preload uepoll-run pfuzz >/dev/null
+	from=${PFUZZ_FROM:-$(( $(date +%s) % 1000000 * 1000 ))}
+	steps=${PFUZZ_STEPS:-200}
+	mask=${PFUZZ_MASK:-preload/tests/pfuzz_known.txt}
+	echo "preload fuzzing for ${secs}s: seeds from $from, $steps steps, off: $mask"
+	PFUZZ_SECONDS=$secs PFUZZ_REPRO=$dir/pfuzz_repro.txt \
+		exec preload/tests/pfuzz.sh "$dir/preload/uepoll-run" \
+		"$dir/preload/tests/pfuzz" "$from" 1000000000 "$steps" "$mask"
+fi
 secs=${1:-600}
 dir=build-fuzz
 scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev liburcu-dev
