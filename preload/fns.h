@@ -12,9 +12,9 @@
  * (PRELOAD_SYSCALLS in wrap_syscall.c).
  *
  * vfork is a stub in assembly that jumps to libc's (VFORK in wrap_exec.c).
- * Not wrapped on purpose: pread/pwrite/preadv/pwritev (with an offset,
- * an eventfd or an epoll answers ESPIPE before touching anything: the
- * kernel's answer is right as it is).
+ * pread/pwrite/preadv/pwritev only hide the private fds (PRIVATE): with an
+ * offset, an eventfd or an epoll answers ESPIPE before touching anything,
+ * the kernel's answer as it is.
  */
 #ifndef UEPOLL_PRELOAD_FNS_H
 #define UEPOLL_PRELOAD_FNS_H
@@ -32,6 +32,14 @@
 	  (int, const struct iovec *, int, off64_t, int))                     \
 	X(ssize_t, pwritev64v2,                                               \
 	  (int, const struct iovec *, int, off64_t, int))                     \
+	X(ssize_t, pread, (int, void *, size_t, off_t))                       \
+	X(ssize_t, pwrite, (int, const void *, size_t, off_t))                \
+	X(ssize_t, pread64, (int, void *, size_t, off64_t))                   \
+	X(ssize_t, pwrite64, (int, const void *, size_t, off64_t))            \
+	X(ssize_t, preadv, (int, const struct iovec *, int, off_t))           \
+	X(ssize_t, pwritev, (int, const struct iovec *, int, off_t))          \
+	X(ssize_t, preadv64, (int, const struct iovec *, int, off64_t))       \
+	X(ssize_t, pwritev64, (int, const struct iovec *, int, off64_t))      \
 	X(FILE *, fdopen, (int, const char *))                                \
 	X(int, io_submit, (unsigned long, long, void **))                     \
 	/* wrap_fd.c */                                                       \

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "fdzone.h"
 #include "fns.h"
 
 /* A wrapper: exported from the .so (everything else is hidden). */
@@ -80,6 +81,15 @@ static inline long preload_keep_errno(int e, long r)
 		errno = e;
 	return r;
 }
+/* Is fd one of the library's own private fds (src/fdzone.c)?  For the
+ * program it is a free number: a wrapper then makes libc's call with -1 in
+ * its place, so that the kernel answers as natively, its other checks (the
+ * flags, maxevents...) in their order and EBADF for the number (one relaxed
+ * load for the numbers a program normally uses). */
+static inline bool preload_hidden(int fd)
+{
+	return __builtin_expect(fdzone_has(fd), 0);
+}
 /* Could fd be one of uepoll's objects?  false: certainly not now (nothing
  * published under the number); one relaxed load, for the wrappers' fast
  * path (wrap_io.c, FAST PATH).  Once ready, every real__fns entry the fast
@@ -131,11 +141,20 @@ void policy_load(void);
 
 /* ---- wrap_poll.c: outside pollers (UEPOLL_NOPOLL=1) --------------------- */
 
-/* The objects polled through pfd, or through the sets' first nfds, lose
- * their NOPOLL option before the poll (no-op with the policy off). */
-void poll_mark_fds(const struct pollfd *pfd, nfds_t n);
-void poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
-		    const fd_set *x);
+/* The objects polled through pfd, or through the sets' first nfds, made
+ * exact before the poll (NOPOLL ended, a stale doorbell taken); entries
+ * naming the library's private fds hidden in *h (if h) for the call and
+ * given back as POLLNVAL by poll_unhide; a set naming one: -EBADF. */
+#define POLL_HIDE_MAX 64
+struct poll_hide {
+	int n;
+	nfds_t at[POLL_HIDE_MAX];
+	int fd[POLL_HIDE_MAX];
+};
+void poll_mark_fds(struct pollfd *pfd, nfds_t n, struct poll_hide *h);
+int poll_unhide(struct pollfd *pfd, const struct poll_hide *h, int r);
+int poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
+		   const fd_set *x);
 
 /* ---- stats.c: counters printed at exit with UEPOLL_STATS=1 ------------- */
 

@@ -89,6 +89,9 @@ PRELOAD_WRAP int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 
 	if (!preload_ready())
 		return REAL(epoll_ctl)(epfd, op, fd, event);
+	if (preload_hidden(epfd) || preload_hidden(fd))
+		return REAL(epoll_ctl)(preload_hidden(epfd) ? -1 : epfd, op,
+				       preload_hidden(fd) ? -1 : fd, event);
 	stats_add(STAT_CTLS);
 	if (op == PRELOAD_EPOLL_CTL_MIN_WAIT && preload_is_instance(epfd))
 		op = UEPOLL_CTL_MIN_WAIT;
@@ -111,6 +114,8 @@ PRELOAD_WRAP int epoll_wait(int epfd, struct epoll_event *events,
 {
 	if (!preload_ready())
 		return REAL(epoll_wait)(epfd, events, maxevents, timeout);
+	if (preload_hidden(epfd))
+		return REAL(epoll_wait)(-1, events, maxevents, timeout);
 	int e = errno;
 
 	stats_add(STAT_WAITS);
@@ -122,6 +127,9 @@ PRELOAD_WRAP int epoll_pwait(int epfd, struct epoll_event *events,
 {
 	if (!preload_ready())
 		return REAL(epoll_pwait)(epfd, events, maxevents, timeout,
+					 sigmask);
+	if (preload_hidden(epfd))
+		return REAL(epoll_pwait)(-1, events, maxevents, timeout,
 					 sigmask);
 	int e = errno;
 
@@ -135,6 +143,9 @@ PRELOAD_WRAP int epoll_pwait2(int epfd, struct epoll_event *events,
 {
 	if (!preload_ready())
 		return REAL(epoll_pwait2)(epfd, events, maxevents, timeout,
+					  sigmask);
+	if (preload_hidden(epfd))
+		return REAL(epoll_pwait2)(-1, events, maxevents, timeout,
 					  sigmask);
 	int e = errno;
 

@@ -44,6 +44,8 @@ PRELOAD_WRAP int eventfd_read(int fd, eventfd_t *value)
 
 	if (!preload_ready())
 		return REAL(eventfd_read)(fd, value);
+	if (preload_hidden(fd))
+		return REAL(eventfd_read)(-1, value);
 	stats_add(STAT_READS);
 	return (int)preload_keep_errno(e, ueventfd_read(fd, value));
 }
@@ -54,6 +56,8 @@ PRELOAD_WRAP int eventfd_write(int fd, eventfd_t value)
 
 	if (!preload_ready())
 		return REAL(eventfd_write)(fd, value);
+	if (preload_hidden(fd))
+		return REAL(eventfd_write)(-1, value);
 	stats_add(STAT_WRITES);
 	return (int)preload_keep_errno(e, ueventfd_write(fd, value));
 }

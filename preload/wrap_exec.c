@@ -41,6 +41,9 @@
 
 #include "uepoll.h"
 
+#include "fdtab.h"
+#include "fdzone.h"
+
 #include "preload.h"
 
 void exec_prepare(void)
@@ -142,13 +145,36 @@ PRELOAD_WRAP int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
+/* A spawn with file actions may dup2 any fd, close-on-exec or not, onto a
+ * number the new program inherits (glibc's actions are opaque): every
+ * object is demoted, not only the inherited ones. */
+static void exec__spawn_prepare(const posix_spawn_file_actions_t *fa)
+{
+	int e = errno;
+
+	exec_prepare();
+	if (fa && preload_ready() && !preload_in_vfork_child())
+		for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
+			if (uepoll_demote(fd) == 0)
+				stats_add(STAT_DEMOTES);
+			if (fd == INT32_MAX)
+				break;
+		}
+	errno = e;
+}
+
 PRELOAD_WRAP int posix_spawn(pid_t *pid, const char *path,
 			     const posix_spawn_file_actions_t *fa,
 			     const posix_spawnattr_t *attr, char *const argv[],
 			     char *const envp[])
 {
-	exec_prepare();
-	return REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+	int r;
+
+	exec__spawn_prepare(fa);
+	fdzone_spawn_begin();
+	r = REAL(posix_spawn)(pid, path, fa, attr, argv, envp);
+	fdzone_spawn_end();
+	return r;
 }
 
 PRELOAD_WRAP int posix_spawnp(pid_t *pid, const char *file,
@@ -156,20 +182,40 @@ PRELOAD_WRAP int posix_spawnp(pid_t *pid, const char *file,
 			      const posix_spawnattr_t *attr, char *const argv[],
 			      char *const envp[])
 {
-	exec_prepare();
-	return REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+	int r;
+
+	exec__spawn_prepare(fa);
+	fdzone_spawn_begin();
+	r = REAL(posix_spawnp)(pid, file, fa, attr, argv, envp);
+	fdzone_spawn_end();
+	return r;
 }
 
 PRELOAD_WRAP int system(const char *command)
 {
+	int r, e;
+
 	exec_prepare();
-	return REAL(system)(command);
+	fdzone_spawn_begin();
+	r = REAL(system)(command);
+	e = errno;
+	fdzone_spawn_end();
+	errno = e;
+	return r;
 }
 
 PRELOAD_WRAP FILE *popen(const char *command, const char *type)
 {
+	FILE *f;
+	int e;
+
 	exec_prepare();
-	return REAL(popen)(command, type);
+	fdzone_spawn_begin();
+	f = REAL(popen)(command, type);
+	e = errno;
+	fdzone_spawn_end();
+	errno = e;
+	return f;
 }
 
 
@@ -192,6 +238,8 @@ __attribute__((used, visibility("hidden"))) void *vfork__prepare(void *ret)
 	exec_prepare(); /* here, in the parent: the child has its own fds */
 	vfork__ret = ret;
 	preload__vforked = f != NULL;
+	if (f)
+		fdzone_spawn_begin(); /* SPAWN in src/fdzone.c */
 	return f;
 }
 
@@ -201,8 +249,13 @@ __attribute__((used, visibility("hidden"))) void *vfork__prepare(void *ret)
  * parent's thread's: the child runs on them, as on its memory.) */
 __attribute__((used, visibility("hidden"))) void *vfork__after(long r)
 {
-	if (r != 0)
+	if (r != 0) {
+		int e = errno;
+
 		preload__vforked = false;
+		fdzone_spawn_end();
+		errno = e;
+	}
 	return vfork__ret;
 }
 

@@ -236,7 +236,7 @@ int fd_close_range(unsigned int first, unsigned int last, int flags,
 {
 	struct fd__snap *v = NULL;
 	long n = 0;
-	int r;
+	int r, e = errno;
 
 	if (flags & CLOSE_RANGE_UNSHARE && !preload_in_vfork_child())
 		fd_table_split();
@@ -262,6 +262,7 @@ int fd_close_range(unsigned int first, unsigned int last, int flags,
 	}
 	if (r == 0 && closes) {
 		fd__drop(v, n, first, last);
+		errno = e; /* (the library's own calls on the way) */
 	} else {
 		for (long i = 0; i < n; i++)
 			uobj_put(v[i].o);
@@ -344,7 +345,21 @@ int fd_dup3(int oldfd, int newfd, int flags, bool is_dup2)
 	if (preload_in_vfork_child())
 		return is_dup2 ? REAL(dup2)(oldfd, newfd)
 			       : REAL(dup3)(oldfd, newfd, flags);
-
+	/* PRIVATE: the kernel's answer for a number not open (its flags and
+	 * same-number checks first). */
+	if (preload_hidden(oldfd)) {
+		if (oldfd == newfd) {
+			if (is_dup2) {
+				errno = EBADF;
+				return -1;
+			}
+			return REAL(dup3)(-1, -1, flags);
+		}
+		/* A number never open (above any fd limit) that is not newfd. */
+		oldfd = newfd == INT32_MAX ? INT32_MAX - 1 : INT32_MAX;
+		return is_dup2 ? REAL(dup2)(oldfd, newfd)
+			       : REAL(dup3)(oldfd, newfd, flags);
+	}
 	r = is_dup2 ? uepoll_dup2(oldfd, newfd) : uepoll_dup3(oldfd, newfd, flags);
 	if (r >= 0)
 		stats_add(STAT_DUPS);
@@ -357,6 +372,8 @@ PRELOAD_WRAP int dup(int oldfd)
 
 	if (!preload_ready() || preload_in_vfork_child())
 		return REAL(dup)(oldfd);
+	if (preload_hidden(oldfd))
+		return REAL(dup)(-1);
 	r = uepoll_dup(oldfd);
 	if (r >= 0)
 		stats_add(STAT_DUPS);
@@ -384,6 +401,9 @@ static int fd__fcntl(int (*real)(int, int, ...), int fd, int cmd, void *arg)
 {
 	bool dup = cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC;
 	int e = errno, r;
+
+	if (preload_ready() && preload_hidden(fd))
+		return real(-1, cmd, arg);
 
 	/* A dup of any fd may land on a number the table still has: the
 	 * library's F_DUPFD drops what was there. */
@@ -434,6 +454,8 @@ PRELOAD_WRAP int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (preload_ready() && preload_hidden(fd))
+		return REAL(ioctl)(-1, req, arg);
 	if (req != FIONBIO || !preload_ready() || !preload_is_object(fd))
 		return REAL(ioctl)(fd, req, arg);
 	/* The kernel reads the argument (EFAULT is its) and sets the flag on

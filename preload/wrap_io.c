@@ -49,7 +49,7 @@ PRELOAD_WRAP ssize_t read(int fd, void *buf, size_t count)
 		return f ? f(fd, buf, count) : io__raw(SYS_read, fd, buf, count);
 	}
 	if (!preload_maybe_object(fd))
-		return real__fns.read(fd, buf, count);
+		return real__fns.read(preload_hidden(fd) ? -1 : fd, buf, count);
 	e = errno;
 	return preload_keep_errno(e, uepoll_read(fd, buf, count));
 }
@@ -65,7 +65,8 @@ PRELOAD_WRAP ssize_t write(int fd, const void *buf, size_t count)
 			 : io__raw(SYS_write, fd, buf, count);
 	}
 	if (!preload_maybe_object(fd))
-		return real__fns.write(fd, buf, count);
+		return real__fns.write(preload_hidden(fd) ? -1 : fd, buf,
+				       count);
 	e = errno;
 	return preload_keep_errno(e, uepoll_write(fd, buf, count));
 }
@@ -99,9 +100,15 @@ PRELOAD_WRAP ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	ssize_t r;
 	int e = errno;
 
+	if (preload_ready() && preload_hidden(fd))
+		fd = -1; /* PRIVATE: the kernel's answer */
+
 	if (!preload_ready() || iovcnt <= 0 || iovcnt > IOV_MAX ||
 	    !preload_is_eventfd(fd))
 		return REAL(readv)(fd, iov, iovcnt);
+	/* Nothing asked: the kernel's 0 before the file is looked at. */
+	if (!io__total(iov, iovcnt))
+		return 0;
 	r = uepoll_read(fd, v, io__total(iov, iovcnt) < 8 ? 0 : 8);
 	if (r < 0)
 		return r;
@@ -115,18 +122,25 @@ PRELOAD_WRAP ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	return preload_keep_errno(e, r);
 }
 
-/* The kernel's eventfd has no write_iter: writev is a write(2) per vector,
- * in order, ending at the first error (then the bytes written before it,
- * if any, are the answer) or at the first vector not taken whole. */
+/* The kernel's eventfd has no write_iter: writev is a write(2) per
+ * non-empty vector, in order, ending at the first error (then the bytes
+ * written before it, if any, are the answer) or at the first vector not
+ * taken whole. */
 PRELOAD_WRAP ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	ssize_t done = 0, r;
 	int e = errno;
 
+	if (preload_ready() && preload_hidden(fd))
+		fd = -1; /* PRIVATE: the kernel's answer */
+
 	if (!preload_ready() || iovcnt <= 0 || iovcnt > IOV_MAX ||
 	    !preload_is_eventfd(fd))
 		return REAL(writev)(fd, iov, iovcnt);
 	for (int i = 0; i < iovcnt; i++) {
+		/* The kernel's loop skips an empty vector. */
+		if (!iov[i].iov_len)
+			continue;
 		r = uepoll_write(fd, iov[i].iov_base, iov[i].iov_len);
 		if (r < 0) {
 			if (!done)
@@ -183,6 +197,8 @@ static ssize_t io__rw2(bool wr, int fd, const struct iovec *iov, int iovcnt,
 PRELOAD_WRAP ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt,
 			     off_t off, int flags)
 {
+	if (preload_ready() && preload_hidden(fd))
+		fd = -1; /* PRIVATE: the kernel's answer */
 	if (!preload_ready() || off != -1 || !preload_is_eventfd(fd))
 		return REAL(preadv2)(fd, iov, iovcnt, off, flags);
 	return io__rw2(false, fd, iov, iovcnt, off, flags);
@@ -191,6 +207,8 @@ PRELOAD_WRAP ssize_t preadv2(int fd, const struct iovec *iov, int iovcnt,
 PRELOAD_WRAP ssize_t pwritev2(int fd, const struct iovec *iov, int iovcnt,
 			      off_t off, int flags)
 {
+	if (preload_ready() && preload_hidden(fd))
+		fd = -1; /* PRIVATE: the kernel's answer */
 	if (!preload_ready() || off != -1 || !preload_is_eventfd(fd))
 		return REAL(pwritev2)(fd, iov, iovcnt, off, flags);
 	return io__rw2(true, fd, iov, iovcnt, off, flags);
@@ -220,6 +238,8 @@ PRELOAD_WRAP ssize_t pwritev64v2(int fd, const struct iovec *iov, int iovcnt,
  * exact kernel object. */
 PRELOAD_WRAP FILE *fdopen(int fd, const char *mode)
 {
+	if (preload_ready() && preload_hidden(fd))
+		fd = -1; /* PRIVATE: the kernel's answer */
 	if (preload_ready() && !preload_in_vfork_child() &&
 	    preload_is_object(fd)) {
 		int e = errno;
@@ -230,3 +250,32 @@ PRELOAD_WRAP FILE *fdopen(int fd, const char *mode)
 	}
 	return REAL(fdopen)(fd, mode);
 }
+
+/* The positioned calls: an eventfd or an epoll answers ESPIPE before
+ * anything is touched, so only the library's own numbers need a word
+ * (PRIVATE: the kernel's answer for a number not open). */
+#define IO__POSITIONED(ret, name, params, args, ...)                          \
+	PRELOAD_WRAP ret name params                                          \
+	{                                                                     \
+		if (preload_ready() && preload_hidden(fd))                    \
+			fd = -1;                                              \
+		return REAL(name) args;                                       \
+	}
+IO__POSITIONED(ssize_t, pread, (int fd, void *b, size_t n, off_t o),
+	       (fd, b, n, o))
+IO__POSITIONED(ssize_t, pwrite, (int fd, const void *b, size_t n, off_t o),
+	       (fd, b, n, o))
+IO__POSITIONED(ssize_t, pread64, (int fd, void *b, size_t n, off64_t o),
+	       (fd, b, n, o))
+IO__POSITIONED(ssize_t, pwrite64,
+	       (int fd, const void *b, size_t n, off64_t o), (fd, b, n, o))
+IO__POSITIONED(ssize_t, preadv,
+	       (int fd, const struct iovec *v, int n, off_t o), (fd, v, n, o))
+IO__POSITIONED(ssize_t, pwritev,
+	       (int fd, const struct iovec *v, int n, off_t o), (fd, v, n, o))
+IO__POSITIONED(ssize_t, preadv64,
+	       (int fd, const struct iovec *v, int n, off64_t o),
+	       (fd, v, n, o))
+IO__POSITIONED(ssize_t, pwritev64,
+	       (int fd, const struct iovec *v, int n, off64_t o),
+	       (fd, v, n, o))

@@ -125,8 +125,9 @@
 	X(getrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(setrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(prlimit64, 1, limit_syscall(nr, A(0), A(1), a))                     \
-	X(poll, 1, (poll_mark_fds(P(0), (nfds_t)A(1)), SYSCALL__LIBC))        \
-	X(ppoll, 1, (poll_mark_fds(P(0), (nfds_t)A(1)), SYSCALL__LIBC))       \
+	/* (A private fd is not hidden from these.) */                       \
+	X(poll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC))  \
+	X(ppoll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC)) \
 	X(select, 1, (poll_mark_sets(I(0), P(1), P(2), P(3)), SYSCALL__LIBC)) \
 	X(pselect6, 1,                                                        \
 	  (poll_mark_sets(I(0), P(1), P(2), P(3)), SYSCALL__LIBC))

@@ -13,13 +13,15 @@
  * ueventfd's private fd got the exec handover's bytes).
  *
  * PLACES.  So a private fd is placed, by fcntl(F_DUPFD_CLOEXEC, base),
- * always below FDZONE__CAP (FD_SETSIZE, 1024: the kernel's fd table grows
- * with the highest open number, and select() reads as many bits as the
- * table has, clamping nfds: select(getdtablesize(), ...) with a plain fd_set
- * works natively only while the table stays within one fd_set),
- *  - ABOVE the soft limit when it is below the cap and the hard limit
- *    leaves room (a program that lowered its limit): the soft limit is
- *    raised for that one fcntl and put back at once (RLIMIT).  The program
+ * always below twice FDZONE__CAP (FD_SETSIZE, 1024: the kernel's fd table
+ * grows with the highest open number, and select() reads as many bits as
+ * the table has, up to nfds: select(getdtablesize(), ...) with a plain
+ * fd_set keeps working as long as the soft limit is at most FD_SETSIZE, or
+ * the table within one fd_set),
+ *  - ABOVE the soft limit when it is at most the cap (1024, the usual
+ *    soft limit, or a program that lowered its own) and the hard limit
+ *    leaves room: the soft limit is raised (to at most twice the cap) for
+ *    that one fcntl and put back at once (RLIMIT, SPAWN).  The program
  *    can neither get such a number nor dup2 onto it (the kernel refuses
  *    numbers at or above the soft limit), its close loops up to
  *    sysconf(_SC_OPEN_MAX) stop below it, and its EMFILE comes at the
@@ -153,6 +155,46 @@ int fdzone_next(int fd)
 	return -1;
 }
 
+/*
+ * SPAWN.  A child made by clone() without the fork handlers (posix_spawn,
+ * system, popen, vfork) copies the soft limit as it is at that moment: one
+ * made inside ABOVE's window would keep the raised one for good.  The
+ * preload layer's wrappers of those calls announce them (fdzone_spawn_begin
+ * and _end); a placement raises only while none is in progress.  A Dekker
+ * pair, both sides seq_cst: the placement stores `raising` then loads
+ * `spawns`; a spawn adds to `spawns` then waits until `raising` is 0.  So
+ * either the placement sees the spawn (and places at the TOP instead) or
+ * the spawn waits for the window to close (two system calls).
+ */
+static _Atomic int fdzone__spawns;
+static _Atomic int fdzone__raising;
+
+static bool fdzone__raise_begin(void)
+{
+	atomic_store(&fdzone__raising, 1);
+	if (atomic_load(&fdzone__spawns) == 0)
+		return true;
+	atomic_store(&fdzone__raising, 0);
+	return false;
+}
+
+static void fdzone__raise_end(void)
+{
+	atomic_store(&fdzone__raising, 0);
+}
+
+void fdzone_spawn_begin(void)
+{
+	atomic_fetch_add(&fdzone__spawns, 1);
+	while (atomic_load(&fdzone__raising))
+		sys_yield();
+}
+
+void fdzone_spawn_end(void)
+{
+	atomic_fetch_sub(&fdzone__spawns, 1);
+}
+
 /* A duplicate of fd at the lowest free number >= base, or -errno. */
 static int fdzone__from(int fd, int base)
 {
@@ -191,19 +233,23 @@ static int fdzone__place(int fd)
 	if (r < 0)
 		return r;
 	cur = rl.rlim_cur > INT32_MAX ? INT32_MAX : (int)rl.rlim_cur;
-	if (cur < FDZONE__CAP && rl.rlim_max > (rlim_t)cur) {
-		struct rlimit up = { rl.rlim_max < FDZONE__CAP ? rl.rlim_max
-							       : FDZONE__CAP,
+	if (cur <= FDZONE__CAP && rl.rlim_max > (rlim_t)cur &&
+	    fdzone__raise_begin()) {
+		struct rlimit up = { rl.rlim_max < 2 * FDZONE__CAP
+					     ? rl.rlim_max
+					     : 2 * FDZONE__CAP,
 				     rl.rlim_max };
 
 		/* ABOVE: the put-back cannot fail (lowering is always allowed,
 		 * and the hard limit is unchanged). */
+		r = -EMFILE;
 		if (sys_nofile(&up, NULL) == 0) {
 			r = fdzone__from(fd, cur);
 			(void)sys_nofile(&rl, NULL);
-			if (r >= 0)
-				return r;
 		}
+		fdzone__raise_end();
+		if (r >= 0)
+			return r;
 	}
 	return fdzone__top(fd, cur < FDZONE__CAP ? cur : FDZONE__CAP);
 }

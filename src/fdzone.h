@@ -46,5 +46,10 @@ int fdzone_next(int fd);
  * returns false (end is then not called). */
 bool fdzone_rlimit_begin(void);
 void fdzone_rlimit_end(void);
+/* A child that copies the soft limit without the fork handlers is being
+ * made (posix_spawn, system, popen, vfork: SPAWN in fdzone.c): no raise
+ * meanwhile. */
+void fdzone_spawn_begin(void);
+void fdzone_spawn_end(void);
 
 #endif

@@ -44,6 +44,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "eventfd.h"
 #include "fdtab.h"
@@ -299,6 +300,18 @@ static int obj__reserve(struct uobj *o)
 	return 0;
 }
 
+/* No slot in the table for number fd (beyond the numbers it can hold, or
+ * no memory): the kernel's EBADF if fd is beyond the process's fd limit
+ * (dup2(fd, INT_MAX)), else ENOMEM. */
+static int obj__no_slot(int fd)
+{
+	struct rlimit rl;
+
+	if (sys_nofile(NULL, &rl) == 0 && (rlim_t)fd >= rl.rlim_cur)
+		return -EBADF;
+	return -ENOMEM;
+}
+
 int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
 {
 	struct uobj *old = NULL;
@@ -314,7 +327,7 @@ int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
 	/* The table's slot for the new number must exist before the kernel
 	 * makes it, for the same reason. */
 	if (!r && newfd >= 0 && !fdtab_reserve(newfd))
-		r = -ENOMEM;
+		r = obj__no_slot(newfd);
 	if (!r)
 		r = newfd >= 0 ? sys_dup3(oldfd, newfd, flags)
 			       : sys_fcntl(oldfd,

@@ -28,6 +28,10 @@
  *             wait would return an event
  *   unshare   a thread with an fd table of its own closes the objects
  *             there: the other threads still have them
+ *   vforkclose a vfork child closes every number, then execs: the parent's
+ *             objects are untouched
+ *   selecttop select(getdtablesize()) with a plain fd_set: the kernel's fd
+ *             table no larger than natively
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -623,6 +627,76 @@ static void run_unshare(void)
 	}
 }
 
+/* A vfork child closes every number above 2 (a close loop, close_range),
+ * as JDK's launcher and shells do, then execs: the parent's close-on-exec
+ * objects are untouched (the child's table is its own). */
+static void run_vforkclose(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, o[4];
+
+	for (int how = 0; how < 2; how++) {
+		int e = eventfd(3, EFD_NONBLOCK | EFD_CLOEXEC);
+		int ep = epoll_create1(EPOLL_CLOEXEC);
+		uint64_t v = 0;
+		pid_t pid;
+
+		P_REQUIRE(e >= 0 && ep >= 0);
+		P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+		pid = vfork();
+		if (pid == 0) {
+			if (how)
+				close_range(3, ~0u, 0);
+			else
+				for (int fd = 3; fd < 64; fd++)
+					close(fd);
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		printf("vforkclose %d: child %d\n", how, wait_child(pid));
+		memset(o, 0, sizeof(o));
+		SHOW("vforkclose: wait", epoll_wait(ep, o, 4, 0), o[0].data.u64);
+		SHOW("vforkclose: read", read(e, &v, 8), v);
+		v = 2;
+		SHOW("vforkclose: write", write(e, &v, 8), 0);
+		SHOW("vforkclose: wait", epoll_wait(ep, o, 4, 0), o[0].data.u64);
+		close(ep);
+		close(e);
+	}
+}
+
+/* select(getdtablesize(), ...) with a plain fd_set followed by other data:
+ * the kernel reads as many bits as its fd table has, so the table must be
+ * no larger than natively, also when the library's fds take the highest
+ * numbers below the limit (a hard limit equal to the soft one: set here)
+ * and the program holds 1023 itself. */
+static struct {
+	fd_set s;
+	unsigned char other[4096];
+} sel;
+
+static void run_selecttop(void)
+{
+	struct rlimit rl = { 4096, 4096 };
+	struct timeval tv = { 0, 0 };
+	int e, ep, hold;
+
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		P_SKIP("cannot set RLIMIT_NOFILE to 4096");
+	hold = dup2(0, 1023);
+	P_REQUIRE(hold == 1023);
+	e = eventfd(1, 0);
+	ep = epoll_create1(0);
+	P_REQUIRE(e >= 0 && ep >= 0);
+	memset(sel.other, 0xff, sizeof(sel.other));
+	FD_ZERO(&sel.s);
+	FD_SET(e, &sel.s);
+	SHOW("selecttop: select", select(getdtablesize(), &sel.s, NULL, NULL, &tv),
+	     FD_ISSET(e, &sel.s));
+	close(ep);
+	close(e);
+	close(hold);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -635,7 +709,8 @@ int main(int argc, char **argv)
 		{ "fdopen", run_fdopen },     { "execveat", run_execveat },
 		{ "vfork", run_vfork },	      { "iouring", run_iouring },
 		{ "aio", run_aio },	      { "pollep", run_pollep },
-		{ "unshare", run_unshare },
+		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
+		{ "selecttop", run_selecttop },
 	};
 
 	self = argv[0];

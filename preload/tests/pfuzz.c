@@ -241,7 +241,10 @@ static enum ftype ftype(int fd)
 	char p[64], t[64];
 	ssize_t n;
 
-	if (fd < 0)
+	/* Through the fd API first: /proc/self/fd also lists the preload's
+	 * own fds, which the program's calls see as free numbers (uepoll-run
+	 * man page, LIMITS). */
+	if (fd < 0 || fcntl(fd, F_GETFD) < 0)
 		return T_NONE;
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
 	n = readlink(p, t, sizeof(t) - 1);
@@ -1433,7 +1436,13 @@ static void poll_op(bool with_ep, bool sel)
 		for (unsigned i = 0; i < n; i++) {
 			int fd = p[i].fd;
 
-			if (fd < 0 || fd >= FD_SETSIZE)
+			/* A number the program does not hold, beyond the
+			 * smallest fd table (64): the kernel ignores its bit
+			 * when its table is smaller, and the preload's own
+			 * fds make the table larger (uepoll-run(1), LIMITS):
+			 * not a question a program can rely on. */
+			if (fd < 0 || fd >= FD_SETSIZE ||
+			    (fd >= 64 && ftype(fd) == T_NONE))
 				continue;
 			if (p[i].events & POLLIN)
 				FD_SET(fd, &rs);
