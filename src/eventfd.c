@@ -1865,6 +1865,12 @@ int uefd_demote(struct uefd *e)
 
 	if (!atomic_compare_exchange_strong(&e->sh->demote, &s, UEFD_DEMOTING)) {
 		uefd_demote_wait(e);
+		/* Demoted by another thread, or (SHARED) by another process,
+		 * whose unpublish was its own: this process's numbers lead to
+		 * the kernel eventfd from now on, as after its own demotion
+		 * (else a number closed by a path uepoll does not see, stdio's
+		 * fclose, would stay published). */
+		uobj_unpublish_all(&e->obj); /* this process's numbers */
 		return 0;
 	}
 	if (uefd__shared(e))

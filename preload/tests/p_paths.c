@@ -423,6 +423,33 @@ static void run_fdopen(void)
 	SHOW("fdopen: read", read(e, &w, 8), w);
 	fclose(f);
 	close(ep);
+
+	/* Shared with a child (fork), which execs and so demotes it; then
+	 * stdio here, whose fclose closes the number with libc's internal
+	 * close: a pipe made next gets the number, and reads only its own. */
+	int e2 = eventfd(5, EFD_SEMAPHORE), p[2];
+	char a[16], buf[16];
+
+	P_REQUIRE(e2 >= 0);
+	snprintf(a, sizeof(a), "%d", e2);
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(self, self, "child", a, (char *)NULL);
+		_exit(127);
+	}
+	printf("fdopen: child %d\n", wait_child(pid));
+	f = fdopen(e2, "r+");
+	P_REQUIRE(f);
+	setvbuf(f, NULL, _IONBF, 0);
+	v = 1;
+	SHOW("fdopen: fwrite", fwrite(&v, sizeof(v), 1, f), 0);
+	SHOW("fdopen: fread", fread(&w, sizeof(w), 1, f), w);
+	fclose(f);
+	P_REQUIRE(pipe2(p, O_NONBLOCK) == 0);
+	SHOW("fdopen: the pipe on its number", read(p[0], buf, sizeof(buf)), 0);
+	close(p[0]);
+	close(p[1]);
 }
 
 static void run_execveat(void)
