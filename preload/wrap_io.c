@@ -122,10 +122,10 @@ PRELOAD_WRAP ssize_t readv(int fd, const struct iovec *iov, int iovcnt)
 	return preload_keep_errno(e, r);
 }
 
-/* The kernel's eventfd has no write_iter: writev is a write(2) per
- * non-empty vector, in order, ending at the first error (then the bytes
- * written before it, if any, are the answer) or at the first vector not
- * taken whole. */
+/* The kernel's eventfd has no write_iter: writev is a write(2) per vector,
+ * in order (the empty ones after the first skipped), ending at the first
+ * error (then the bytes written before it, if any, are the answer) or at
+ * the first vector not taken whole. */
 PRELOAD_WRAP ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 {
 	ssize_t done = 0, r;
@@ -137,9 +137,14 @@ PRELOAD_WRAP ssize_t writev(int fd, const struct iovec *iov, int iovcnt)
 	if (!preload_ready() || iovcnt <= 0 || iovcnt > IOV_MAX ||
 	    !preload_is_eventfd(fd))
 		return REAL(writev)(fd, iov, iovcnt);
+	/* Nothing at all: 0, before any write. */
+	if (!io__total(iov, iovcnt))
+		return 0;
 	for (int i = 0; i < iovcnt; i++) {
-		/* The kernel's loop skips an empty vector. */
-		if (!iov[i].iov_len)
+		/* The kernel's loop writes the first vector as it is (an empty
+		 * one: EINVAL), and after a vector written whole moves on past
+		 * any empty ones. */
+		if (i && !iov[i].iov_len)
 			continue;
 		r = uepoll_write(fd, iov[i].iov_base, iov[i].iov_len);
 		if (r < 0) {
