@@ -145,7 +145,7 @@ void lock__drain(void)
 	lock__draining = false;
 }
 
-/* ---- MASKED ----------------------------------------------------------- */
+/* ---- MASKED (lock.h) ---------------------------------------------------- */
 
 void lock_take_masked(pthread_mutex_t *m, sigset_t *old)
 {

@@ -186,7 +186,7 @@ static inline void lock_drop(pthread_mutex_t *m)
 }
 
 /*
- * MASKED (lock.c): a lock a signal handler may take whatever its thread
+ * MASKED: a lock a signal handler may take whatever its thread
  * holds.  Its holder blocks every signal from before it takes it to after
  * it has released it, so no handler ever runs on a thread that holds it,
  * or is taking or dropping it; and it is a leaf, taken with nothing inside
