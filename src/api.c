@@ -22,7 +22,12 @@
  *
  * SIGNALS.  uepoll_read and uepoll_write (ueventfd_read, ueventfd_write)
  * of a ueventfd are async-signal-safe (lock.h, eventfd.c); on other fds
- * they are read(2) and write(2), which are too.
+ * they are read(2) and write(2), which are too.  So are uepoll_close,
+ * uepoll_dup, uepoll_dup2, uepoll_dup3 and uepoll_fcntl, as close(2),
+ * dup(2), dup2(2), dup3(2) and fcntl(2) are, whatever the interrupted
+ * thread holds (SIGNALS in obj.c): their kernel call and the fd table's
+ * change are made at once, and a thread inside one of the library's locks
+ * owes the object's close and release to the end of its last lock.
  */
 #include <errno.h>
 #include <fcntl.h>

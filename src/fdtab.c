@@ -11,9 +11,13 @@
  * dropped again.
  *
  * Chunks are allocated on first use and never freed, so a chunk pointer,
- * once seen, stays valid.
+ * once seen, stays valid.  They are mapped (mmap), not taken from malloc:
+ * a signal handler's dup may need a new one (SIGNALS in api.c), and
+ * malloc is not async-signal-safe.  Beside each slot, the link of the
+ * number in its object's list of numbers (NUMBERS in obj.c), so that
+ * giving an object a number never allocates either.
  */
-#include <stdlib.h>
+#include <sys/mman.h>
 
 #include "fdtab.h"
 
@@ -23,29 +27,51 @@
 
 typedef _Atomic(struct uobj *) fdtab__slot;
 
-static _Atomic(fdtab__slot *) fdtab__dir[FDTAB_DIRS];
+struct fdtab__chunk {
+	fdtab__slot slot[FDTAB_CHUNK];
+	int link[FDTAB_CHUNK]; /* obj.c's lock (NUMBERS) */
+};
 
-static fdtab__slot *fdtab__slot_of(int fd, bool create)
+static _Atomic(struct fdtab__chunk *) fdtab__dir[FDTAB_DIRS];
+
+static struct fdtab__chunk *fdtab__chunk_of(int fd, bool create)
 {
 	unsigned d = (unsigned)fd >> FDTAB_CHUNK_SHIFT;
-	fdtab__slot *chunk, *expect = NULL;
+	struct fdtab__chunk *chunk, *expect = NULL;
+	void *m;
 
 	if (fd < 0 || d >= FDTAB_DIRS)
 		return NULL;
 	chunk = atomic_load_explicit(&fdtab__dir[d], memory_order_acquire);
 	if (!chunk && create) {
-		chunk = calloc(FDTAB_CHUNK, sizeof(*chunk));
-		if (!chunk)
+		m = mmap(NULL, sizeof(*chunk), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m == MAP_FAILED)
 			return NULL;
+		chunk = m; /* zero: every slot empty */
 		/* Pairs with the acquire load above in other threads. */
 		if (!atomic_compare_exchange_strong_explicit(
 			    &fdtab__dir[d], &expect, chunk,
 			    memory_order_acq_rel, memory_order_acquire)) {
-			free(chunk);
+			munmap(m, sizeof(*chunk));
 			chunk = expect;
 		}
 	}
-	return chunk ? &chunk[fd & (FDTAB_CHUNK - 1)] : NULL;
+	return chunk;
+}
+
+static fdtab__slot *fdtab__slot_of(int fd, bool create)
+{
+	struct fdtab__chunk *chunk = fdtab__chunk_of(fd, create);
+
+	return chunk ? &chunk->slot[fd & (FDTAB_CHUNK - 1)] : NULL;
+}
+
+int *fdtab_link(int fd)
+{
+	struct fdtab__chunk *chunk = fdtab__chunk_of(fd, false);
+
+	return chunk ? &chunk->link[fd & (FDTAB_CHUNK - 1)] : NULL;
 }
 
 struct uobj *fdtab_get(int fd)
@@ -132,13 +158,13 @@ int fdtab_next(int fd)
 		fd = 0;
 	for (unsigned d = (unsigned)fd >> FDTAB_CHUNK_SHIFT; d < FDTAB_DIRS;
 	     d++, fd = (int)(d << FDTAB_CHUNK_SHIFT)) {
-		fdtab__slot *chunk = atomic_load_explicit(
+		struct fdtab__chunk *chunk = atomic_load_explicit(
 			&fdtab__dir[d], memory_order_acquire);
 
 		if (!chunk)
 			continue;
 		for (int i = fd & (FDTAB_CHUNK - 1); i < FDTAB_CHUNK; i++)
-			if (atomic_load_explicit(&chunk[i],
+			if (atomic_load_explicit(&chunk->slot[i],
 						 memory_order_relaxed))
 				return (int)(d << FDTAB_CHUNK_SHIFT) + i;
 	}

@@ -145,6 +145,30 @@ void lock__drain(void)
 	lock__draining = false;
 }
 
+/* ---- MASKED (lock.h) ---------------------------------------------------- */
+
+void lock_take_masked(pthread_mutex_t *m, sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+	/* No handler of this thread from here: the depth and the lock are
+	 * taken as any other's (a frame's outermost one passes the gate). */
+	atomic_signal_fence(memory_order_seq_cst);
+	lock_take(m);
+}
+
+void lock_drop_masked(pthread_mutex_t *m, const sigset_t *old)
+{
+	pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	/* The depth is still counted: a handler that runs at once sees it
+	 * (and owes what it must), and the owed work runs after, unmasked. */
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+	lock__dropped();
+}
+
 /* ---- GATE ------------------------------------------------------------- */
 
 /* A thread exits: its slot is free again. */

@@ -15,7 +15,10 @@
  * watchers, the timer) as owed work on the object, queued on this thread;
  * the interrupted frame does it when it leaves its outermost lock
  * (lock_drop reaching depth 0, then lock__drain).  Depth 0 means the
- * thread holds no lock of ours, so a handler may take them.
+ * thread holds no lock of ours, so a handler may take them.  The same holds
+ * for a handler's close, dup or fcntl (SIGNALS in obj.c): it changes the
+ * numbers under obj__lock, which is MASKED (below: no handler ever runs on
+ * a thread inside it), and owes the close and the release of an object.
  *
  * The counter goes up before the lock is taken and down after it is
  * released, so a handler that interrupts pthread_mutex_lock/unlock itself
@@ -67,15 +70,18 @@
  * its wait queue, drops wq->lock first and re-finds the item
  * (port_drop_source).  Leaves, taken with none of the above held and
  * taking nothing inside (but as noted): turn->lock (turn.c), an
- * instance's batching policy's lock (batch.c), obj__lock
- * (obj.c; takes a pool lock inside, and makes dup's system call inside:
- * NUMBERS), the pool locks (obj.c), fdzone__lock (fdzone.c), the timer's
- * lock (timer.c; its thread takes it directly, outside lock_take).
+ * instance's batching policy's lock (batch.c), the pool locks (obj.c;
+ * uobj_free takes obj__lock inside its own), obj__lock (obj.c; MASKED,
+ * taken by a signal handler whatever its thread holds, so under any
+ * lock; takes nothing, makes dup's system call inside: NUMBERS),
+ * fdzone__lock (fdzone.c), the timer's lock (timer.c; its thread takes
+ * it directly, outside lock_take).
  */
 #ifndef UEPOLL_LOCK_H
 #define UEPOLL_LOCK_H
 
 #include <pthread.h>
+#include <signal.h>
 
 #include "internal.h"
 
@@ -159,11 +165,11 @@ static inline void lock_take(pthread_mutex_t *m)
 	pthread_mutex_lock(m);
 }
 
-/* Ends with the owed work queued on this thread meanwhile, once it holds
- * no lock (not on the way out of a nested one). */
-static inline void lock_drop(pthread_mutex_t *m)
+/* After a lock's release: the depth goes down, and the owed work queued on
+ * this thread meanwhile runs once it holds no lock (not on the way out of
+ * a nested one). */
+static inline void lock__dropped(void)
 {
-	pthread_mutex_unlock(m);
 	atomic_signal_fence(memory_order_seq_cst);
 	if (--lock__depth == 0) {
 		lock__leave();
@@ -172,6 +178,28 @@ static inline void lock_drop(pthread_mutex_t *m)
 			lock__drain();
 	}
 }
+
+static inline void lock_drop(pthread_mutex_t *m)
+{
+	pthread_mutex_unlock(m);
+	lock__dropped();
+}
+
+/*
+ * MASKED: a lock a signal handler may take whatever its thread
+ * holds.  Its holder blocks every signal from before it takes it to after
+ * it has released it, so no handler ever runs on a thread that holds it,
+ * or is taking or dropping it; and it is a leaf, taken with nothing inside
+ * and never held across a wait for another thread, so its holder finishes
+ * whatever the other threads hold.  A handler that waits for it waits for
+ * another thread's short section, never for its own frame.  Not the fork
+ * gate's business at depth > 0 (a handler's hold while its frame is
+ * outside the gate): the fork's prepare takes such a lock itself after
+ * the gate (obj.c, FORK).  obj__lock (obj.c, NUMBERS) is the one.  *old:
+ * the mask to restore.
+ */
+void lock_take_masked(pthread_mutex_t *m, sigset_t *old);
+void lock_drop_masked(pthread_mutex_t *m, const sigset_t *old);
 
 /*
  * A lock that is not ours to take with lock_take (a ueventfd's cross-process

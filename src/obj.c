@@ -21,9 +21,12 @@
  *    eventfd.c; obj__demote_all), so that parent and child use one
  *    counter, as a kernel eventfd is one file in both;
  *  - closes the fork gate (lock.c, GATE) and waits until no other thread
- *    holds, or is taking, any lock of the library; then it takes the
+ *    holds, or is taking, any lock of the library; then it takes obj__lock
+ *    (a signal handler may take it outside the gate: SIGNALS) and the
  *    timer's lock (its thread takes it outside the gate).
- * The parent and child handlers open the gate and the fence again.  What
+ * The forking thread blocks its signals meanwhile (a handler of its own
+ * would wait at the gate it closed).  The parent and child handlers open
+ * the gate and the fence again and give obj__lock back.  What
  * the other threads were doing *without* a lock is repaired in the child
  * (each type's fork_child): an item a producer was linking into a
  * wait-free ready queue, waiters counted as sleeping, a FIFO line of
@@ -38,6 +41,45 @@
  * it.  The parent pays the fence and the gate (the spans and lock hold
  * times of the threads in them then); the child repairs every live object
  * (docs/benchmarks.md, fork).
+ *
+ * SIGNALS.  close(2), dup(2), dup2(2), dup3(2) and fcntl(2) are
+ * async-signal-safe, so uepoll_close, uepoll_dup*, uepoll_fcntl are too
+ * (api.c): a signal handler may call them whatever its thread was doing in
+ * the library, holding a lock of it included (port->mtx in a ctl, a
+ * source's wq->lock in a walk, obj__lock in a dup...).  Their kernel call
+ * is made at once, with the kernel's answer.  What they change here:
+ *  - the numbers (the fd table and the lists, NUMBERS) at once too, under
+ *    obj__lock, which is MASKED (lock.h): every hold of it blocks the
+ *    thread's signals, so no handler runs on a thread that holds it (is
+ *    taking or dropping it), and it is a leaf that waits for nobody (the
+ *    pool lock is taken around it, not inside; a number's link lives in
+ *    the table's chunk, which fdtab maps, so nothing under it allocates),
+ *    so a handler that waits for it waits for another thread's short
+ *    section, never for its own frame;
+ *  - the type's close (a ueventfd leaves its instances: their port->mtx,
+ *    its wq->lock, the timer) and the release of the last reference take
+ *    other locks: a thread inside one of the library's locks
+ *    (lock_held_here: the handler's frame holds one, or is taking or
+ *    dropping it, or is in a leaf lock's section) owes them instead, on
+ *    the object's `owed` node (lock.h's owed work), and the frame does
+ *    them when it leaves its last lock, a lock's hold time later, as if
+ *    the close had come then.  The close is owed with a reference (the
+ *    queue's, dropped after it: its release then, if it was the last);
+ *    the release is owed by the put that left none, and its object stays
+ *    at zero (no fdtab_get can take it: it is unpublished) and is queued
+ *    nowhere else (a queued close holds a reference), so one node carries
+ *    either, never both.
+ * So a handler never waits for a lock its own thread holds; the number is
+ * closed (or replaced) and unpublished when its call returns; nothing is
+ * lost (the drain does the close and the release) and nothing leaks.  A
+ * handler whose thread holds no lock does it all at once, as any call.
+ * FORK: a handler takes obj__lock at depth > 0, where the gate does not
+ * see it (its frame waiting at the gate, or in a leaf lock), so the
+ * prepare takes obj__lock itself after the gate; a child forgets the
+ * owed closes and releases of the threads that did not come along (its
+ * count of references is made again: an object left with none is closed
+ * and released there).  models/sigclose.pml checks this, with a handler
+ * at every step of its thread and a fork.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -72,8 +114,25 @@ static struct obj__pool obj__pools[OBJ__NTYPES] = {
 	[UOBJ_PORT] = { PTHREAD_MUTEX_INITIALIZER, NULL },
 };
 
+/* MASKED (lock.h): taken with every signal of the thread blocked, and a
+ * leaf (SIGNALS). */
 static pthread_mutex_t obj__lock = PTHREAD_MUTEX_INITIALIZER;
 static struct list obj__live = { &obj__live, &obj__live };
+
+static void obj__take(sigset_t *old)
+{
+	lock_take_masked(&obj__lock, old);
+}
+
+static void obj__drop(const sigset_t *old)
+{
+	lock_drop_masked(&obj__lock, old);
+}
+
+static void obj__owed_fn(struct lock_owed *n, unsigned bits);
+/* What an object's `owed` node may carry (SIGNALS). */
+#define OBJ__OWE_CLOSE 0x1u   /* its type's close; the queue holds a ref */
+#define OBJ__OWE_RELEASE 0x2u /* its release; no reference is left */
 
 struct uobj *uobj_alloc(int type)
 {
@@ -109,12 +168,14 @@ struct uobj *uobj_alloc(int type)
 	}
 	o->fd = -1;
 	o->kfd = -1;
-	o->nmore = 0;
-	o->capmore = 0;
-	o->more = NULL;
 	o->on_live = false;
 	o->creating = true;
 	o->pool_next = NULL;
+	/* Not queued anywhere (SIGNALS: its drain took the bits before the
+	 * release that freed it). */
+	o->owed.next = NULL;
+	atomic_store_explicit(&o->owed.bits, 0, memory_order_relaxed);
+	o->owed.fn = obj__owed_fn;
 	atomic_store_explicit(&o->refs, 1, memory_order_release);
 	return o;
 }
@@ -150,9 +211,11 @@ static void obj__join(struct uobj *o)
 
 void uobj_live(struct uobj *o)
 {
-	lock_take(&obj__lock);
+	sigset_t m;
+
+	obj__take(&m);
 	obj__join(o);
-	lock_drop(&obj__lock);
+	obj__drop(&m);
 }
 
 /* An object the table had at a number that the kernel just gave again
@@ -160,26 +223,30 @@ void uobj_live(struct uobj *o)
  * longer its.  obj__lock held; true if it was its last (the caller then
  * closes it, and drops the table's reference in any case). */
 static bool obj__lose_number(struct uobj *o, int fd);
+/* fd, just published for o, joins its list (obj__lock held; after the
+ * number's former object lost it: the link is the number's own). */
+static void obj__add_number(struct uobj *o, int fd);
 
 int uobj_publish(struct uobj *o, int fd)
 {
 	struct uobj *old;
 	bool ok, last = false, made;
+	sigset_t m;
 
 	/* Live and published in one hold of the lock.  `creating` is cleared
 	 * before the table publishes o: from then on another thread may close
 	 * and free it (uobj_free reads the flag). */
-	lock_take(&obj__lock);
+	obj__take(&m);
 	made = o->creating;
 	o->creating = false;
 	obj__join(o);
-	o->fd = fd;
 	old = fdtab_set(fd, o, &ok);
-	if (!ok)
-		o->fd = -1;
-	else if (old)
-		last = obj__lose_number(old, fd);
-	lock_drop(&obj__lock);
+	if (ok) {
+		if (old)
+			last = obj__lose_number(old, fd);
+		obj__add_number(o, fd);
+	}
+	obj__drop(&m);
 	if (!ok) {
 		sys_close(fd);
 		uobj_ops(o)->release(o);
@@ -216,88 +283,95 @@ void uobj_get(struct uobj *o)
 	atomic_fetch_add_explicit(&o->refs, 1, memory_order_relaxed);
 }
 
+/* SIGNALS: the release owed by a put that left no reference, which the
+ * queue does not hold (hold: nothing); the close owed with one. */
+static void obj__owed_nohold(struct lock_owed *n)
+{
+	(void)n;
+}
+
+static void obj__owed_hold(struct lock_owed *n)
+{
+	uobj_get(container_of(n, struct uobj, owed));
+}
+
 void uobj_put(struct uobj *o)
 {
-	if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) == 1)
+	if (atomic_fetch_sub_explicit(&o->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	/* The release takes the object's locks: inside one of ours (a signal
+	 * handler's frame may hold them), it is owed (SIGNALS).  Not queued
+	 * anywhere now: an owed close holds a reference until it has run. */
+	if (unlikely(lock_held_here()))
+		lock_owe(&o->owed, OBJ__OWE_RELEASE, obj__owed_nohold);
+	else
 		uobj__ops[o->type]->release(o);
 }
 
 void uobj_free(struct uobj *o)
 {
 	struct obj__pool *p = &obj__pools[o->type];
+	sigset_t m;
 
 	obj__unmade(o); /* a creation that failed */
 	/* An object freed before it was ever published still has refs == 1. */
 	atomic_store_explicit(&o->refs, 0, memory_order_release);
-	/* Off the live list and into the pool as one step for fork (obj__lock
-	 * nests outside the pool locks, as in obj__prepare). */
-	lock_take(&obj__lock);
+	/* Off the live list and into the pool as one step for fork: the pool
+	 * lock is held around obj__lock (which takes nothing inside: MASKED). */
+	lock_take(&p->lock);
+	obj__take(&m);
 	if (o->on_live) {
 		list_del(&o->live);
 		o->on_live = false;
 		atomic_fetch_sub_explicit(&obj__nlive[o->type], 1,
 					  memory_order_relaxed);
 	}
-	free(o->more);
-	o->more = NULL;
-	o->nmore = o->capmore = 0;
-	lock_take(&p->lock);
+	obj__drop(&m);
 	o->pool_next = p->free;
 	p->free = o;
 	lock_drop(&p->lock);
-	lock_drop(&obj__lock);
 }
 
 /* ---- NUMBERS ----------------------------------------------------------- */
 
 /*
- * An object's numbers are o->fd and o->more[0..nmore), each published in
- * the fd table with one reference; every change of the table and of the
- * lists is made under obj__lock, together, so that for every object the
- * list is exactly the numbers the table leads to it from (a forked child
- * counts the table's references from it: FORK).  fdtab_get stays
- * lock-free.  A kernel call that makes a number (uobj_dup) is made under
- * the lock too: the number it is made from cannot be unpublished (and so
- * not closed by uepoll_close, which closes after unpublishing) meanwhile.
+ * An object's numbers are a list: o->fd, then each number's link in the fd
+ * table (fdtab_link), to -1; each is published in the table with one
+ * reference.  Every change of the table and of the lists is made under
+ * obj__lock, together, so that for every object the list is exactly the
+ * numbers the table leads to it from (a forked child counts the table's
+ * references from it: FORK).  fdtab_get stays lock-free.  A kernel call
+ * that makes a number (uobj_dup) is made under the lock too: the number it
+ * is made from cannot be unpublished (and so not closed by uepoll_close,
+ * which closes after unpublishing) meanwhile.  Nothing here allocates: a
+ * number's link is in the table's chunk, which fdtab maps (SIGNALS).
  */
+#define obj__numbers(n, o) for ((n) = (o)->fd; (n) >= 0; (n) = *fdtab_link(n))
+
 static bool obj__has_number(const struct uobj *o, int fd)
 {
-	if (o->fd == fd)
-		return true;
-	for (int i = 0; i < o->nmore; i++)
-		if (o->more[i] == fd)
+	int n;
+
+	obj__numbers(n, o)
+		if (n == fd)
 			return true;
 	return false;
 }
 
-static bool obj__lose_number(struct uobj *o, int fd)
+static void obj__add_number(struct uobj *o, int fd)
 {
-	if (o->fd == fd)
-		o->fd = o->nmore ? o->more[--o->nmore] : -1;
-	else
-		for (int i = 0; i < o->nmore; i++)
-			if (o->more[i] == fd) {
-				o->more[i] = o->more[--o->nmore];
-				break;
-			}
-	return o->fd < 0;
+	*fdtab_link(fd) = o->fd;
+	o->fd = fd;
 }
 
-/* Room for one more number (before the kernel makes it: a dup that then
- * found no memory could not be undone). */
-static int obj__reserve(struct uobj *o)
+static bool obj__lose_number(struct uobj *o, int fd)
 {
-	int cap, *m;
-
-	if (o->fd < 0 || o->nmore < o->capmore)
-		return 0;
-	cap = o->capmore ? 2 * o->capmore : 2;
-	m = realloc(o->more, (size_t)cap * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	o->more = m;
-	o->capmore = cap;
-	return 0;
+	for (int *l = &o->fd; *l >= 0; l = fdtab_link(*l))
+		if (*l == fd) {
+			*l = *fdtab_link(fd);
+			break;
+		}
+	return o->fd < 0;
 }
 
 /* No slot in the table for number fd (beyond the numbers it can hold, or
@@ -316,17 +390,17 @@ int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
 {
 	struct uobj *old = NULL;
 	bool ok, last = false;
-	int r;
+	sigset_t m;
+	int r = 0;
 
-	lock_take(&obj__lock);
+	obj__take(&m);
 	if (fdtab_peek(oldfd) != o || !obj__has_number(o, oldfd)) {
-		lock_drop(&obj__lock);
+		obj__drop(&m);
 		return -ESTALE;
 	}
-	r = obj__reserve(o);
 	/* The table's slot for the new number must exist before the kernel
-	 * makes it, for the same reason. */
-	if (!r && newfd >= 0 && !fdtab_reserve(newfd))
+	 * makes it (a dup that then found no room could not be undone). */
+	if (newfd >= 0 && !fdtab_reserve(newfd))
 		r = obj__no_slot(newfd);
 	if (!r)
 		r = newfd >= 0 ? sys_dup3(oldfd, newfd, flags)
@@ -338,7 +412,7 @@ int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
 		old = fdtab_set(r, o, &ok);
 		if (!ok) { /* F_DUPFD above every number the table has had */
 			sys_close(r);
-			lock_drop(&obj__lock);
+			obj__drop(&m);
 			return -ENOMEM;
 		}
 		if (old == o) {
@@ -346,12 +420,12 @@ int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
 			old = NULL;
 		} else {
 			uobj_get(o); /* the table's, for the new number */
-			o->more[o->nmore++] = r;
 			if (old)
 				last = obj__lose_number(old, r);
+			obj__add_number(o, r);
 		}
 	}
-	lock_drop(&obj__lock);
+	obj__drop(&m);
 	if (old) {
 		if (last)
 			uobj_close(old);
@@ -365,11 +439,12 @@ int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags)
 static bool obj__unpublish(int fd, struct uobj *o, bool *last)
 {
 	bool done;
+	sigset_t m;
 
-	lock_take(&obj__lock);
+	obj__take(&m);
 	done = fdtab_clear(fd, o);
 	*last = done && obj__lose_number(o, fd);
-	lock_drop(&obj__lock);
+	obj__drop(&m);
 	return done;
 }
 
@@ -394,32 +469,35 @@ void uobj_unpublish(int fd, struct uobj *o)
 
 void uobj_unpublish_all(struct uobj *o)
 {
+	sigset_t m;
 	int n = 0;
 
-	lock_take(&obj__lock);
+	obj__take(&m);
 	while (o->fd >= 0) {
 		if (fdtab_clear(o->fd, o))
 			n++;
 		(void)obj__lose_number(o, o->fd);
 	}
-	lock_drop(&obj__lock);
+	obj__drop(&m);
 	while (n--)
 		uobj_put(o);
 }
 
 int uobj_number_of(struct uobj *o, int fd)
 {
-	int cand[8], n = 0;
+	int cand[8], n = 0, x;
+	sigset_t m;
 
-	lock_take(&obj__lock);
+	obj__take(&m);
 	if (obj__has_number(o, fd))
 		cand[n++] = fd;
-	if (o->fd >= 0 && o->fd != fd)
-		cand[n++] = o->fd;
-	for (int i = 0; i < o->nmore && n < 8; i++)
-		if (o->more[i] != fd)
-			cand[n++] = o->more[i];
-	lock_drop(&obj__lock);
+	obj__numbers(x, o) {
+		if (n == 8)
+			break;
+		if (x != fd)
+			cand[n++] = x;
+	}
+	obj__drop(&m);
 	/* Outside the lock (a system call each): a number closed behind our
 	 * back may hold another file now. */
 	for (int i = 0; i < n; i++)
@@ -474,7 +552,30 @@ void uobj_flags_set(struct uobj *o, int fl)
 
 void uobj_close(struct uobj *o)
 {
-	uobj__ops[o->type]->close(o);
+	/* It takes the locks of the instances that watch o: inside one of
+	 * ours (a signal handler's frame may hold them), it is owed, with a
+	 * reference (SIGNALS). */
+	if (unlikely(lock_held_here()))
+		lock_owe(&o->owed, OBJ__OWE_CLOSE, obj__owed_hold);
+	else
+		uobj__ops[o->type]->close(o);
+}
+
+/* SIGNALS: the drain (no lock held) does what was owed.  bits 0: a forked
+ * child took them (FORK), with the reference, from a node queued on its
+ * own thread's list. */
+static void obj__owed_fn(struct lock_owed *n, unsigned bits)
+{
+	struct uobj *o = container_of(n, struct uobj, owed);
+
+	/* Never both: a queued close holds a reference, so no put leaves
+	 * none until it has run. */
+	if (bits & OBJ__OWE_CLOSE) {
+		uobj__ops[o->type]->close(o);
+		uobj_put(o); /* the queue's (its release, if the last, now) */
+	} else if (bits & OBJ__OWE_RELEASE) {
+		uobj__ops[o->type]->release(o);
+	}
 }
 
 /* ---- FORK -------------------------------------------------------------- */
@@ -501,11 +602,14 @@ void uobj_close(struct uobj *o)
  * obj__lock held (a system call per number: exec is rare). */
 static bool obj__inherited(const struct uobj *o)
 {
-	int fl = sys_fcntl_getfd(o->fd);
+	int n, fl;
 
-	for (int i = 0; i < o->nmore && (fl < 0 || (fl & FD_CLOEXEC)); i++)
-		fl = sys_fcntl_getfd(o->more[i]);
-	return fl >= 0 && !(fl & FD_CLOEXEC);
+	obj__numbers(n, o) {
+		fl = sys_fcntl_getfd(n);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			return true;
+	}
+	return false;
 }
 
 /* UEPOLL_FORK_DEMOTE_INSTANCES=1, read once at load: fork() demotes the
@@ -523,9 +627,10 @@ static int obj__demote_all(bool exec_only)
 	struct uobj **v = NULL, *o;
 	size_t n = 0, cap = 0;
 	struct list *l;
+	sigset_t m;
 
 	for (;;) {
-		lock_take(&obj__lock);
+		obj__take(&m);
 		n = 0;
 		obj__each(o, l) {
 			if (o->fd < 0 ||
@@ -543,7 +648,7 @@ static int obj__demote_all(bool exec_only)
 				continue;
 			n++;
 		}
-		lock_drop(&obj__lock);
+		obj__drop(&m);
 		if (n <= cap)
 			break;
 		/* Too many for the room: give the references back, grow. */
@@ -594,33 +699,59 @@ int uobj_demote(struct uobj *o)
 	return r;
 }
 
+/* The forking thread's signal mask, from the prepare to the parent's or
+ * the child's handler (one fork at a time: lock.c's fork mutex). */
+static sigset_t obj__fork_sigs;
+
 /* The fence (lock.c) first: one fork at a time, and no creation or
  * demotion in flight while the ueventfds are shared; then the gate keeps
- * every other thread out of the library's locks; the timer's lock, which
- * its thread takes outside the gate, is taken after. */
+ * every other thread out of the library's locks; then obj__lock, which a
+ * signal handler takes whatever its thread holds, outside the gate too
+ * (SIGNALS: a handler whose frame waits at the gate, or holds a leaf lock
+ * without it), and the timer's lock, which its thread takes outside the
+ * gate.  This thread's signals are blocked throughout: a handler of its
+ * own would wait at the gate it closed, or for obj__lock. */
 static void obj__prepare(void)
 {
 	struct list *l;
 	struct uobj *o;
+	sigset_t all, m;
 
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &obj__fork_sigs);
 	lock_fork_fence();
 	(void)obj__demote_all(false); /* see uepoll_demote(3) for ENOMEM */
-	lock_take(&obj__lock);
+	obj__take(&m);
 	obj__each(o, l)
 		if (uobj__ops[o->type]->fork_prepare)
 			uobj__ops[o->type]->fork_prepare(o);
-	lock_drop(&obj__lock);
+	obj__drop(&m);
 	lock_fork_prepare();
-	/* Inside the gate: nobody is carving a shared block (shm.h). */
+	/* Inside the gate: only a signal handler's short section may hold
+	 * it now (MASKED in lock.h), and nobody is carving a shared block
+	 * (shm.h).  Taken as a raw mutex: the gate is closed. */
+	pthread_mutex_lock(&obj__lock);
 	shm_fork_prepare();
 	timer_fork_prepare();
 }
 
 static void obj__parent(void)
 {
+	pthread_mutex_unlock(&obj__lock);
 	shm_fork_done();
 	timer_fork_parent();
 	lock_fork_parent();
+	pthread_sigmask(SIG_SETMASK, &obj__fork_sigs, NULL);
+}
+
+/* The number of o's numbers (the table's references: NUMBERS). */
+static int obj__count_numbers(const struct uobj *o)
+{
+	int n, c = 0;
+
+	obj__numbers(n, o)
+		c++;
+	return c;
 }
 
 static void obj__child(void)
@@ -628,19 +759,27 @@ static void obj__child(void)
 	struct list *l, *next, dead;
 	struct uobj *o;
 
+	pthread_mutex_unlock(&obj__lock);
 	sys_fork_child();
 	shm_fork_done();
 	timer_fork_child();
 	lock_fork_child();
 	/* The child's references: the table's, and what the types report.
-	 * Instances first: a ueventfd's repair may ring them. */
+	 * Instances first: a ueventfd's repair may ring them.  The close or
+	 * release owed on a thread that did not come along is forgotten
+	 * with its reference: the count is made again, and an object left
+	 * with none is closed and released below (SIGNALS). */
 	for (int t = UOBJ_PORT; t >= UOBJ_EVENTFD; t--)
 		obj__each(o, l) {
 			if (o->type != t)
 				continue;
+			if (atomic_load_explicit(&o->owed.bits,
+						 memory_order_relaxed))
+				atomic_store_explicit(&o->owed.bits, 0,
+						      memory_order_relaxed);
 			/* One per number (NUMBERS). */
 			int refs = uobj__ops[t]->fork_child(o) +
-				   (o->fd >= 0) + o->nmore;
+				   obj__count_numbers(o);
 
 			if (atomic_load_explicit(&o->refs,
 						 memory_order_relaxed) != refs)
@@ -675,6 +814,7 @@ static void obj__child(void)
 	/* Repaired: the parent's timers are off the heap (each ueventfd's
 	 * fork_child delivered them), so a thread may run it again. */
 	timer_fork_child_start();
+	pthread_sigmask(SIG_SETMASK, &obj__fork_sigs, NULL);
 }
 
 /* SHARED (eventfd.c): a process that exits normally delivers the
@@ -691,11 +831,12 @@ __attribute__((destructor)) static void obj__exit(void)
 {
 	struct uobj *v[64], *o, *from = NULL;
 	struct list *l;
+	sigset_t m;
 	size_t n;
 
 	do {
 		n = 0;
-		lock_take(&obj__lock);
+		obj__take(&m);
 		for (l = from ? from->live.next : obj__live.next;
 		     l != &obj__live && n < sizeof(v) / sizeof(v[0]);
 		     l = l->next) {
@@ -704,7 +845,7 @@ __attribute__((destructor)) static void obj__exit(void)
 			    uefd_shared((struct uefd *)o) && uobj_tryget(o))
 				v[n++] = o;
 		}
-		lock_drop(&obj__lock);
+		obj__drop(&m);
 		if (from)
 			uobj_put(from);
 		from = NULL;

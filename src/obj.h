@@ -25,6 +25,10 @@
  * (the fd table's), and the object leaves the table (its type's close) when
  * the last of them is closed.
  *
+ * Signals (SIGNALS in obj.c): a number may be closed or replaced by a
+ * signal handler whatever its thread holds; the close of an object and its
+ * release, which take other locks, are then owed to the thread (`owed`).
+ *
  * Fork: every object from the end of its creation to the end of its
  * release is on a list of live objects, which a forked child repairs
  * (FORK in obj.c).
@@ -36,6 +40,7 @@
 #include <sys/types.h>
 
 #include "internal.h"
+#include "lock.h"
 
 enum uobj_type {
 	UOBJ_EVENTFD = 1,
@@ -50,13 +55,11 @@ struct uobj {
 	/* Written once when the memory is first carved; the pool never changes
 	 * it, so a racy reader of a recycled object still sees the right type. */
 	int type;
-	/* One of its public numbers (fd table keys), the others in more[0..
-	 * nmore); -1 before creation ends and once none is left.  obj.c's
-	 * lock (NUMBERS); read without it only by the object's own
-	 * creation and a forked child. */
+	/* Its public numbers (fd table keys): the first of a list linked
+	 * through the table (fdtab_link); -1 before creation ends and once
+	 * none is left.  obj.c's lock (NUMBERS); read without it only by the
+	 * object's own creation and a forked child. */
 	int fd;
-	int nmore, capmore;
-	int *more;
 	/* The private duplicate every call of the library uses; -1 once
 	 * closed (by the release, under the object's own lock: FORK). */
 	int kfd;
@@ -67,6 +70,10 @@ struct uobj {
 	 * its creator's span (FORK in obj.c).  The creator's only. */
 	bool creating;
 	struct uobj *pool_next;
+	/* Its close, or its release, left by a thread inside one of the
+	 * library's locks (a signal handler's close: SIGNALS in obj.c) to the
+	 * end of that thread's last lock. */
+	struct lock_owed owed;
 };
 
 /*
@@ -145,13 +152,14 @@ int uobj_publish(struct uobj *o, int fd);
  * newfd >= 0, else fcntl(oldfd, F_DUPFD or, with O_CLOEXEC in flags,
  * F_DUPFD_CLOEXEC, -newfd - 1).  The new number, or -errno; -ESTALE: oldfd
  * no longer leads to o (closed or demoted meanwhile), the caller asks
- * again.
+ * again.  Async-signal-safe (SIGNALS in obj.c).
  */
 int uobj_dup(struct uobj *o, int oldfd, int newfd, int flags);
 /* The number fd of o (the caller holds a reference) is closed: unpublish
  * it, close it in the kernel if kclose, then, if it was o's last number,
  * the type's close.  -ESTALE: fd no longer led to o (another thread closed
- * it, or a demotion took it back); nothing done. */
+ * it, or a demotion took it back); nothing done.  Async-signal-safe
+ * (SIGNALS in obj.c). */
 int uobj_close_number(int fd, struct uobj *o, bool kclose);
 /* F_SETFL set the file status flags fl on o's file (uepoll_fcntl). */
 void uobj_flags_set(struct uobj *o, int fl);
@@ -167,6 +175,8 @@ int uobj_live_count(int type);
 /* Take a reference if the count is not zero. */
 bool uobj_tryget(struct uobj *o);
 void uobj_get(struct uobj *o);
+/* The last reference releases the object; inside one of the library's
+ * locks, the release is owed (SIGNALS in obj.c).  Async-signal-safe. */
 void uobj_put(struct uobj *o);
 /* The number fd was closed or replaced behind uepoll's back (the preload
  * layer's wrappers, or a check that found the number holds another file):
@@ -190,7 +200,8 @@ int obj_demote_inherited(void);
 /* uepoll_demote: demote o (the caller holds a reference), a span a fork
  * waits for (FORK in obj.c). */
 int uobj_demote(struct uobj *o);
-/* The object left the fd table: its type's close. */
+/* The object left the fd table: its type's close (the caller holds a
+ * reference; inside one of the library's locks, owed: SIGNALS). */
 void uobj_close(struct uobj *o);
 /* Return the memory to its pool (the end of a release, or of a failed
  * creation). */
