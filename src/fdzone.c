@@ -31,7 +31,8 @@
  *    program then meets them only when it gets near 1024 fds (its numbers
  *    then skip the zone, and with a soft limit of 1024 its EMFILE comes
  *    earlier, by the private fds held) or dup2()s onto a number near 1023:
- *    docs/design.md, "Where uepoll differs".
+ *    docs/design.md, "Where uepoll differs".  With no number left there
+ *    (about a thousand objects), the lowest free one above 1023.
  * No place (the zone is full, or no fd is left at all): -EMFILE, and the
  * caller makes no object (the preload layer then gives the program a plain
  * kernel object: a call that succeeds natively does not fail).
@@ -77,6 +78,9 @@ static _Atomic(_Atomic uint64_t *) fdzone__dir[FDZONE__DIRS];
 _Atomic int fdzone__low = INT32_MAX;
 
 static pthread_mutex_t fdzone__lock = PTHREAD_MUTEX_INITIALIZER;
+/* TOP found no free number below the cap (relaxed: a hint; written under
+ * fdzone__lock, cleared by fdzone_close without it). */
+static _Atomic bool fdzone__below_full;
 
 static _Atomic uint64_t *fdzone__word(int fd, bool create)
 {
@@ -251,7 +255,22 @@ static int fdzone__place(int fd)
 		if (r >= 0)
 			return r;
 	}
-	return fdzone__top(fd, cur < FDZONE__CAP ? cur : FDZONE__CAP);
+	/* The scan is skipped once it found nothing, until one of ours below
+	 * the cap is closed (the program's own closes are not seen: a number
+	 * freed so is only not used again for ours, which is no harm). */
+	r = -EMFILE;
+	if (!atomic_load_explicit(&fdzone__below_full, memory_order_relaxed)) {
+		r = fdzone__top(fd, cur < FDZONE__CAP ? cur : FDZONE__CAP);
+		if (r == -EMFILE)
+			atomic_store_explicit(&fdzone__below_full, true,
+					      memory_order_relaxed);
+	}
+	/* Not a number left below the cap (a program with a thousand objects):
+	 * the lowest free one above it, as far as the soft limit goes (its
+	 * table is that large by then anyway). */
+	if (r == -EMFILE && cur > FDZONE__CAP)
+		r = fdzone__from(fd, FDZONE__CAP);
+	return r;
 }
 
 int fdzone_dup(int fd)
@@ -323,6 +342,9 @@ void fdzone_close(int fd)
 		atomic_fetch_and_explicit(w, ~((uint64_t)1 << ((unsigned)fd % 64)),
 					  memory_order_relaxed);
 	sys_close(fd);
+	if (fd < FDZONE__CAP)
+		atomic_store_explicit(&fdzone__below_full, false,
+				      memory_order_relaxed);
 }
 
 bool fdzone_rlimit_begin(void)

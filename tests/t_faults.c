@@ -295,16 +295,18 @@ static void scen_efd(void)
 {
 	struct ctx c = { 0 };
 
-	/* object memory, the list of shared regions, then the private
-	 * fds' first chunk */
-	fault_loop("ueventfd", &c, op_ueventfd, probe_new_efd, 3, 3);
+	/* object memory, the list of shared regions, and the private fds'
+	 * bitmap chunk if no object made it before in this process */
+	fault_loop("ueventfd", &c, op_ueventfd, probe_new_efd, 2, 3);
 }
 
 static void scen_instance(void)
 {
 	struct ctx c = { 0 };
 
-	fault_loop("uepoll_create1", &c, op_create1, probe_new_instance, 1, 1);
+	/* object memory, and the private fds' bitmap chunk if no object made
+	 * it before in this process */
+	fault_loop("uepoll_create1", &c, op_create1, probe_new_instance, 1, 2);
 	/* The probe closed the new instance, so its memory is in the pool:
 	 * take it, so that the next create has to allocate. */
 	c.ep = uepoll_create1(0);
