@@ -1557,6 +1557,14 @@ static void op_stdio(void)
 	FILE *f;
 
 	begin("fdopen(%s%s, %s)", use_dup ? "dup " : "", fdn(fd), m);
+	/* stdio only on an eventfd, whose reads and writes are whole: fread
+	 * of 8 bytes from a pipe or socket holding fewer would block for the
+	 * rest. */
+	if (ftype(fd) != T_EFD) {
+		put(" not an eventfd");
+		flush_line();
+		return;
+	}
 	if (!use_dup && !may_close(fd)) {
 		put(" kept");
 		flush_line();
