@@ -6,7 +6,7 @@
  * An instance's fd is its kernel epoll, readable while its doorbell is
  * rung: a wait that took the last event may leave it rung (a busy loop of
  * waits then makes no system call).  Before one of these calls looks at an
- * instance, the stale doorbell is taken (uobj_polled: port__polled), so
+ * instance, the stale doorbell is taken (uobj_looked: port__looked), so
  * the fd reads ready exactly when a wait would return an event.
  *
  * With UEPOLL_NOPOLL=1 the layer makes every instance with UEPOLL_NOPOLL
@@ -80,7 +80,7 @@ void poll_mark_fds(struct pollfd *pfd, nfds_t n, struct poll_hide *h)
 			if (preload_maybe_object(v[j].fd)) {
 				if (policy.nopoll ||
 				    uobj_live_count(UOBJ_PORT) > 0)
-					uobj_polled(v[j].fd, 0);
+					uobj_looked(v[j].fd);
 			} else if (h && fdzone_has(v[j].fd) &&
 				   h->n < POLL_HIDE_MAX) {
 				h->at[h->n] = i + j;
@@ -150,7 +150,7 @@ int poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
 				return -EBADF;
 			if (preload_maybe_object(base + i) &&
 			    (policy.nopoll || uobj_live_count(UOBJ_PORT) > 0))
-				uobj_polled(base + i, 0);
+				uobj_looked(base + i);
 		}
 	}
 	return 0;

@@ -544,6 +544,19 @@ void uobj_polled(int fd, uint32_t events)
 		uobj_polled_end(o, true);
 }
 
+void uobj_looked(int fd)
+{
+	struct uobj *o;
+
+	uobj_polled(fd, 0);
+	o = fdtab_get(fd);
+	if (o) {
+		if (uobj__ops[o->type]->looked)
+			uobj__ops[o->type]->looked(o);
+		uobj_put(o);
+	}
+}
+
 void uobj_flags_set(struct uobj *o, int fl)
 {
 	if (uobj__ops[o->type]->flags_set)

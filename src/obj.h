@@ -125,6 +125,10 @@ struct uobj_ops {
 	/* After the kernel's call that polled announced: made, or refused
 	 * (the hold ends). */
 	void (*polled_end)(struct uobj *o, bool made);
+	/* poll() or select() is about to look at the file (the preload
+	 * layer): make its readiness what a wait would find, as the kernel's
+	 * poll of an epoll drops what is not ready.  May be NULL. */
+	void (*looked)(struct uobj *o);
 };
 
 /* The table of o's type (set once, when its memory was first carved). */
@@ -186,6 +190,9 @@ void uobj_forget(int fd);
 /* fd's object, if any, is polled from outside uepoll's calls (the preload
  * layer's poll/select wrappers, with events 0): ops->polled. */
 void uobj_polled(int fd, uint32_t events);
+/* poll()/select() of fd (the preload layer): uobj_polled, then the type's
+ * looked. */
+void uobj_looked(int fd);
 /* The same before a ctl of fd into a kernel epoll, with its events:
  * returns the object, with a reference, if it began a hold that the
  * kernel's call makes (then call uobj_polled_end with the call's outcome),

@@ -758,13 +758,20 @@ static bool port__polled(struct uobj *o, uint32_t events)
 		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
 				&p->rq);
 	bell_polled_outside(&p->bell, &p->rq);
-	/* The look that follows sees the fd as a wait would: items whose
-	 * source is not ready any more dropped (as the kernel's poll of an
-	 * epoll drops them), a stale doorbell taken (a loop that polls the fd
-	 * and then waits with no timeout must not block: issue 33). */
+	return events & EPOLLET;
+}
+
+/* poll()/select() is about to look: items whose source is not ready any
+ * more dropped (as the kernel's poll of an epoll drops them), a stale
+ * doorbell taken (a loop that polls the fd and then waits with no timeout
+ * must not block: issue 33).  Not before a kernel epoll's ctl, which may
+ * yet fail without looking. */
+static void port__looked(struct uobj *o)
+{
+	struct port *p = (struct port *)o;
+
 	if (bell_exact(&p->bell) && !bell_prune(&p->bell, &p->rq))
 		bell_clear(&p->bell, &p->rq);
-	return events & EPOLLET;
 }
 
 static void port__polled_end(struct uobj *o, bool made)
@@ -785,4 +792,5 @@ const struct uobj_ops port_ops = {
 	.fork_child = port__fork_child,
 	.polled = port__polled,
 	.polled_end = port__polled_end,
+	.looked = port__looked,
 };
