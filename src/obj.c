@@ -652,7 +652,10 @@ static int obj__demote_all(bool exec_only)
 					       (!exec_only &&
 						!obj__fork_demote_efds &&
 						uefd_shared((struct uefd *)o))
-				     : !exec_only && !obj__fork_instances) ||
+				     : (!exec_only && !obj__fork_instances) ||
+					       (exec_only &&
+						port_exec_keeps(
+							(struct port *)o))) ||
 			    (exec_only && !obj__inherited(o)))
 				continue;
 			if (n < cap && uobj_tryget(o))

@@ -127,6 +127,7 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->nfdrec, 0);
 	atomic_init(&p->rr_owed, 0);
 	atomic_init(&p->demote, PORT_LIVE);
+	p->forked = false;
 	batch_policy_init(&p->batch);
 	atomic_init(&p->bgen, 0);
 	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
@@ -583,6 +584,20 @@ struct port__moved {
 	struct epoll_event ev;
 };
 
+/*
+ * FORKED.  An instance a forked child got from its parent shares its kernel
+ * epoll, one file, with the parent, whose instance lives on.  Its demotion
+ * here, before an exec, would rewrite that file under the parent (the
+ * doorbell taken out, userspace sources put in): the parent's waits would
+ * no longer be woken by its ueventfds.  So an exec leaves it as it is: the
+ * new program gets the file as the parent uses it (its kernel fds, and the
+ * ueventfds shared at the fork, registered; the library's doorbell too).
+ */
+bool port_exec_keeps(struct port *p)
+{
+	return p->forked;
+}
+
 int port_demote(struct port *p)
 {
 	struct port__moved *v = NULL;
@@ -723,6 +738,8 @@ static int port__fork_child(struct uobj *o)
 
 	/* Each store only where the value is not already right: a page the
 	 * child only reads stays shared with the parent (no copy). */
+	if (!p->forked)
+		p->forked = true;
 	bell_fork_child(&p->bell);
 	spin_fork_child(&p->spin);
 	turn_fork_child(&p->turn);

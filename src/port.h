@@ -55,6 +55,9 @@ int port_demote_source(struct wq *q, struct uobj *src);
  * registration, while other threads use it; 0 or -errno (the first failed
  * kernel ADD of a ueventfd's registration). */
 int port_demote(struct port *p);
+/* An exec's demotion leaves p alone: it came from the parent by fork
+ * (FORKED in port.c). */
+bool port_exec_keeps(struct port *p);
 extern const struct uobj_ops port_ops;
 /* The batching policy (UEPOLL_CTL_MIN_WAIT, uepoll_batch): set (if set) and
  * return the old one in *old (if old); -EINVAL for bad values. */

@@ -45,6 +45,10 @@ struct port {
 	/* DEMOTE (port.c): PORT_LIVE, PORT_DEMOTING, PORT_DEMOTED; a futex
 	 * word (release/acquire: the demotion's changes before DEMOTED). */
 	_Atomic int demote;
+	/* This process got the instance from its parent by fork: its kernel
+	 * epoll is a file both share (FORKED in port.c).  Set in the child's
+	 * handler; read by an exec's demotion. */
+	bool forked;
 	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
 	 * by a holder that found this object through its fd and address. */
 	_Atomic uint64_t gen;

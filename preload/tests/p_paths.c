@@ -32,6 +32,8 @@
  *             objects are untouched
  *   selecttop select(getdtablesize()) with a plain fd_set: the kernel's fd
  *             table no larger than natively
+ *   forkexec  a forked child execs with the parent's instance inherited:
+ *             the parent's instance keeps working
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -724,6 +726,65 @@ static void run_selecttop(void)
 	close(hold);
 }
 
+/* An instance without O_CLOEXEC, inherited by a forked child that execs:
+ * the parent's instance keeps working (the child's exec must not rewrite
+ * the epoll file both share).  A thread blocked in the parent's wait is
+ * woken by a later write, and poll() of the instance sees the event. */
+static struct {
+	int ep;
+	long r;
+	_Atomic pid_t tid;
+} fx;
+
+static void *fx_wait(void *arg)
+{
+	struct epoll_event o;
+
+	(void)arg;
+	atomic_store(&fx.tid, (pid_t)syscall(SYS_gettid));
+	fx.r = epoll_wait(fx.ep, &o, 1, -1);
+	return NULL;
+}
+
+static void run_forkexec(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
+	struct pollfd pf = { .events = POLLIN };
+	uint64_t v = 1;
+	pthread_t t;
+	pid_t pid;
+	int e;
+
+	fx.ep = epoll_create1(0);
+	e = eventfd(0, EFD_NONBLOCK);
+	P_REQUIRE(fx.ep >= 0 && e >= 0);
+	P_REQUIRE(epoll_ctl(fx.ep, EPOLL_CTL_ADD, e, &ev) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	printf("forkexec: child %d\n", wait_child(pid));
+	P_REQUIRE(pthread_create(&t, NULL, fx_wait, NULL) == 0);
+	/* Asleep in the wait (its state in /proc), then the write. */
+	while (!atomic_load(&fx.tid) || thread_state(atomic_load(&fx.tid)) != 'S')
+		sched_yield();
+	P_REQUIRE(write(e, &v, 8) == 8);
+	P_REQUIRE(pthread_join(t, NULL) == 0);
+	printf("forkexec: the blocked wait returned %ld\n", fx.r);
+	pf.fd = fx.ep;
+	SHOW("forkexec: poll", poll(&pf, 1, 0), pf.revents);
+	P_REQUIRE(read(e, &v, 8) == 8);
+	int e2 = eventfd(1, EFD_NONBLOCK);
+	P_REQUIRE(e2 >= 0 && epoll_ctl(fx.ep, EPOLL_CTL_ADD, e2, &ev) == 0);
+	pf.revents = 0;
+	SHOW("forkexec: poll a new one", poll(&pf, 1, 0), pf.revents);
+	close(e2);
+	close(e);
+	close(fx.ep);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -737,7 +798,7 @@ int main(int argc, char **argv)
 		{ "vfork", run_vfork },	      { "iouring", run_iouring },
 		{ "aio", run_aio },	      { "pollep", run_pollep },
 		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
-		{ "selecttop", run_selecttop },
+		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
 	};
 
 	self = argv[0];
