@@ -1908,8 +1908,13 @@ static int child_main(int argc, char **argv)
 			continue;
 		}
 		fl = fcntl(fd, F_GETFL);
-		put(" fd=%d fl=0x%x rev=%x", fdfl, fl,
-		    revents_of(fd, POLLIN | POLLOUT));
+		put(" fd=%d fl=0x%x", fdfl, fl);
+		/* An epoll inherited through a fork then an exec is the
+		 * parent's, the library's doorbell in it (FORKED in
+		 * src/port.c; uepoll-run(1), LIMITS): its readiness here is
+		 * not a question the program can rely on. */
+		if (t != T_EP)
+			put(" rev=%x", revents_of(fd, POLLIN | POLLOUT));
 		if (t == T_EFD || t == T_PIPE || t == T_SOCK) {
 			if (may_read(fd)) {
 				long r;
