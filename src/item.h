@@ -7,9 +7,10 @@
  * instance's ready queue (qnode), the source's wait queue (wqlink) and the
  * instance's list of items (portlink).  It is freed only after it has been
  * unlinked from its source's wait queue and the instance's list (with the
- * instance's mtx held: port.c) and is off the ready queue: rq_retire frees
- * an IDLE item at once; a QUEUED one is marked DEAD and freed by the
- * harvest or prune that dequeues it, under the queue's lock alone.
+ * instance's mtx held: port.c) and is off the ready queue: rq_retire gives
+ * an IDLE item back at once (obj_free_later: a close may run in a signal
+ * handler); a QUEUED one is marked DEAD and freed by the harvest or prune
+ * that dequeues it, under the queue's lock alone.
  */
 #ifndef UEPOLL_ITEM_H
 #define UEPOLL_ITEM_H
@@ -78,7 +79,8 @@ _Static_assert(offsetof(struct item, port) + sizeof(void *) <= UEPOLL_CACHELINE,
 _Static_assert(_Alignof(struct item) == UEPOLL_CACHELINE,
 	       "an item starts a cache line");
 
-/* A zeroed item, aligned as its type asks (free with free()). */
+/* A zeroed item, aligned as its type asks (free with free(), or
+ * obj_free_later where a signal handler may be the caller). */
 static inline struct item *item_alloc(void)
 {
 	struct item *it = aligned_alloc(_Alignof(struct item),

@@ -813,6 +813,7 @@ void krec_release(struct port *p)
 		 * release takes its own mtx (no path holds two). */
 		if (in)
 			uobj_put(&in->obj);
-		free(n);
+		/* A release may run in a signal handler (SIGNALS in obj.c). */
+		obj_free_later(n);
 	}
 }

@@ -72,7 +72,10 @@
  * So a handler never waits for a lock its own thread holds; the number is
  * closed (or replaced) and unpublished when its call returns; nothing is
  * lost (the drain does the close and the release) and nothing leaks.  A
- * handler whose thread holds no lock does it all at once, as any call.
+ * handler whose thread holds no lock does it all at once, as any call;
+ * then it may have interrupted malloc(3), so a close and a release free
+ * nothing either: what they give back (an instance's items and records)
+ * is kept by obj_free_later and freed by the next creation or ADD.
  * FORK: a handler takes obj__lock at depth > 0, where the gate does not
  * see it (its frame waiting at the gate, or in a leaf lock), so the
  * prepare takes obj__lock itself after the gate; a child forgets the
@@ -134,12 +137,43 @@ static void obj__owed_fn(struct lock_owed *n, unsigned bits);
 #define OBJ__OWE_CLOSE 0x1u   /* its type's close; the queue holds a ref */
 #define OBJ__OWE_RELEASE 0x2u /* its release; no reference is left */
 
+/* SIGNALS: what the close and release paths gave back, a stack linked
+ * through each block's first word.  Pushed by CAS (release: the link is
+ * stored before), taken whole by exchange (acquire), so no ABA. */
+static _Atomic(void *) obj__later;
+
+void obj_free_later(void *p)
+{
+	void *head = atomic_load_explicit(&obj__later, memory_order_relaxed);
+
+	do
+		*(void **)p = head;
+	while (!atomic_compare_exchange_weak_explicit(&obj__later, &head, p,
+						      memory_order_release,
+						      memory_order_relaxed));
+}
+
+void obj_reclaim(void)
+{
+	void *p, *next;
+
+	if (!atomic_load_explicit(&obj__later, memory_order_relaxed))
+		return;
+	for (p = atomic_exchange_explicit(&obj__later, NULL,
+					  memory_order_acquire);
+	     p; p = next) {
+		next = *(void **)p;
+		free(p);
+	}
+}
+
 struct uobj *uobj_alloc(int type)
 {
 	struct obj__pool *p = &obj__pools[type];
 	size_t size = uobj__ops[type]->size;
 	struct uobj *o;
 
+	obj_reclaim(); /* not a signal handler's: a creation */
 	/* The creation's span (FORK): it ends in uobj_publish (or, if the
 	 * creation fails before, in uobj_free). */
 	lock_span_enter();

@@ -213,6 +213,14 @@ void uobj_close(struct uobj *o);
 /* Return the memory to its pool (the end of a release, or of a failed
  * creation). */
 void uobj_free(struct uobj *o);
+/* Memory the close and release paths give back (an instance's items and
+ * records): kept, and freed by the next creation or ADD (obj_reclaim),
+ * since a signal handler may close and release an object (SIGNALS in
+ * obj.c) and free(3) is not async-signal-safe.  Async-signal-safe. */
+void obj_free_later(void *p);
+/* Free what obj_free_later kept (never from a signal handler: a creation,
+ * a ctl ADD; no lock of ours held). */
+void obj_reclaim(void);
 
 /* In a forked child: set *v to 0 unless it is 0 already (a page the child
  * only reads is not copied). */

@@ -439,6 +439,10 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 
 	if (op != EPOLL_CTL_DEL && !ev)
 		return -EFAULT;
+	/* An ADD may allocate: first free what closes and releases gave back
+	 * (obj_free_later: they may run in a signal handler). */
+	if (op == EPOLL_CTL_ADD)
+		obj_reclaim();
 	for (;;) {
 		if (likely(!port_demoting(p)) &&
 		    (r = port__ctl(p, op, fd, ev)) != -ESTALE)

@@ -140,11 +140,12 @@ void rq_destroy(struct readyq *q)
 	/* Under the lock only for fork (FORK in obj.c): a child sees the
 	 * queue as it was before or after each item's removal. */
 	lock_take(&q->lock);
-	/* Every item left is DEAD: its owner retired it. */
+	/* Every item left is DEAD: its owner retired it.  (A release may
+	 * run in a signal handler: SIGNALS in obj.c.) */
 	do {
 		rq__raw_splice(q);
 		while ((it = rq__raw_dequeue(q)))
-			free(it);
+			obj_free_later(it);
 	} while (!rq__raw_empty(&q->whead, &q->wtail) ||
 		 !rq__raw_empty(&q->txhead, &q->txtail));
 	lock_drop(&q->lock);
@@ -243,8 +244,9 @@ void rq_retire(struct readyq *q, struct item *it)
 		now = false;
 	}
 	lock_drop(&q->lock);
+	/* A close may retire it from a signal handler (SIGNALS in obj.c). */
 	if (now)
-		free(it);
+		obj_free_later(it);
 }
 
 bool rq_empty(struct readyq *q)
@@ -404,7 +406,9 @@ bool rq_prune(struct readyq *q)
 		if (atomic_load_explicit(&it->state,
 					 memory_order_acquire) ==
 		    ITEM_DEAD) {
-			free(it);
+			/* A close's revalidation may prune in a signal
+			 * handler (SIGNALS in obj.c). */
+			obj_free_later(it);
 			continue;
 		}
 		atomic_store(&it->state, ITEM_IDLE);

@@ -28,7 +28,16 @@
  *             only after the handler has returned (so the handler must
  *             take no lock but obj__lock: it owes the rest).  Not under
  *             ThreadSanitizer, which runs the handler only when the lock
- *             is taken.
+ *             is taken;
+ *   malloc    inside malloc(3), outside the library (depth 0: the handler
+ *             does all at once): this file's malloc raises the signal
+ *             before it calls glibc's, and an allocator call of the
+ *             handler's (malloc, calloc, realloc, aligned_alloc, free) is
+ *             a failure: it could wait for the allocator's lock its frame
+ *             holds (a close's items and records are kept for later:
+ *             obj_free_later).  The plain build only (the sanitizers have
+ *             their own allocators, and ThreadSanitizer reports a
+ *             handler's allocator call by itself).
  * The hooks are libcwrap's (wrap_hook_all: every system call of the
  * library), which raise SIGUSR1 in T (raise(), or tgkill(2) while the
  * signal is blocked: ThreadSanitizer's raise() insists on running the
@@ -115,16 +124,17 @@ enum sop_hold {
 	SOP_NUMBERS,
 	SOP_NEST,
 	SOP_LOCKWAIT,
+	SOP_MALLOC,
 	SOP_NHOLD
 };
 
 static const char *const sop_hold_name[SOP_NHOLD] = {
-	"none", "mtx", "walk", "numbers", "nest", "lockwait",
+	"none", "mtx", "walk", "numbers", "nest", "lockwait", "malloc",
 };
 /* The handler's call comes before T's kernel call (the hook is before it),
  * else after it (the kernel's effect of T's call is made first). */
 static const bool sop_hold_first[SOP_NHOLD] = {
-	true, true, false, false, false, true,
+	true, true, false, false, false, true, true,
 };
 
 struct sop_op {
@@ -150,6 +160,81 @@ static int sop__tid;
 static pthread_t sop__tthread;
 /* Who this thread is: 1 T, 2 the lockwait holder. */
 static __thread int sop__role;
+
+/* ---- the allocator (the malloc hold point) ------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SOP__ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SOP__ASAN 1
+#endif
+#endif
+#if !defined(SOP__ASAN) && !defined(T_TSAN)
+#define SOP_PROBE_MALLOC 1
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+extern void __libc_free(void *p);
+
+/* The thread whose next malloc raises SIGUSR1 first; the thread inside
+ * that malloc while its handler runs; the allocator calls made there. */
+static volatile pid_t sop__probe_raise, sop__probe_in;
+static _Atomic int sop__reentries;
+
+static void sop__probe(void)
+{
+	pid_t me;
+
+	if (!sop__probe_raise && !sop__probe_in)
+		return;
+	me = gettid();
+	if (sop__probe_in == me) {
+		atomic_fetch_add(&sop__reentries, 1);
+	} else if (sop__probe_raise == me) {
+		sop__probe_raise = 0;
+		sop__probe_in = me;
+		raise(SIGUSR1);
+		sop__probe_in = 0;
+	}
+}
+
+/* Exported (the build hides symbols): the library's calls reach them, as
+ * a preloaded allocator's would. */
+#define SOP__EXPORT __attribute__((visibility("default")))
+
+SOP__EXPORT void *malloc(size_t n)
+{
+	sop__probe();
+	return __libc_malloc(n);
+}
+
+SOP__EXPORT void *calloc(size_t n, size_t size)
+{
+	sop__probe();
+	return __libc_calloc(n, size);
+}
+
+SOP__EXPORT void *realloc(void *p, size_t n)
+{
+	sop__probe();
+	return __libc_realloc(p, n);
+}
+
+SOP__EXPORT void *aligned_alloc(size_t align, size_t n)
+{
+	sop__probe();
+	return __libc_memalign(align, n);
+}
+
+SOP__EXPORT void free(void *p)
+{
+	sop__probe();
+	__libc_free(p);
+}
+#endif
 
 /* ---- helper threads ------------------------------------------------- */
 
@@ -439,6 +524,19 @@ static void sop__tcall(int h, struct t_log *l)
 		ev.data.u64 = 21;
 		t_log_res(l, A->ctl(F.P, EPOLL_CTL_ADD, F.inner, &ev));
 		break;
+#ifdef SOP_PROBE_MALLOC
+	case SOP_MALLOC: {
+		static void *volatile sink;
+
+		/* The handler runs inside this malloc (the library's run). */
+		if (!A->kernel)
+			sop__probe_raise = sop__tid;
+		sink = malloc(64);
+		t_log_put(l, sink != NULL);
+		free(sink);
+		break;
+	}
+#endif
 	}
 }
 
@@ -479,6 +577,19 @@ static void sop__run(const struct sop_op *op, int h, bool kernel,
 		REQUIRE(t_join_within(sig, 10000));
 		sop_worker_wait(&sop__holder);
 		atomic_store(&sop__fired, 1);
+	} else if (h == SOP_MALLOC) {
+#ifdef SOP_PROBE_MALLOC
+		atomic_store(&sop__reentries, 0);
+		sop__tcall(h, l);
+		atomic_store(&sop__fired, atomic_load(&sop__hdone));
+		if (atomic_load(&sop__reentries)) {
+			fprintf(stderr, "%s/malloc: the handler called the "
+				"allocator %d time(s), inside the malloc it "
+				"interrupted\n", op->name,
+				atomic_load(&sop__reentries));
+			t_failures++;
+		}
+#endif
 	} else {
 		atomic_store(&sop__armed, h);
 		sop__tcall(h, l);
@@ -540,6 +651,10 @@ static int sop_main(const char *name, const struct sop_op *ops, int nops)
 		for (int h = 0; h < SOP_NHOLD; h++) {
 #ifdef T_TSAN
 			if (h == SOP_LOCKWAIT)
+				continue;
+#endif
+#ifndef SOP_PROBE_MALLOC
+			if (h == SOP_MALLOC)
 				continue;
 #endif
 			snprintf(what, sizeof(what), "%s/%s", ops[i].name,
