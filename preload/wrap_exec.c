@@ -34,6 +34,7 @@
  * (wrap_syscall.c), demote the same way.
  */
 #include <stdarg.h>
+#include <sys/types.h>
 #include <stdlib.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -145,21 +146,52 @@ PRELOAD_WRAP int execle(const char *path, const char *arg, ...)
 	return execve(path, argv, envp);
 }
 
-/* A spawn with file actions may dup2 any fd, close-on-exec or not, onto a
- * number the new program inherits (glibc's actions are opaque): every
- * object is demoted, not only the inherited ones. */
+/* glibc's file action (spawn_int.h, the same since glibc 2.2): a tag and
+ * a union whose dup2 member is { fd, newfd }.  posix_spawn_file_actions_t
+ * itself shows __used and __actions in <spawn.h>. */
+struct exec__action {
+	int tag; /* 1: dup2 */
+	union {
+		struct {
+			int fd, newfd;
+		} dup2;
+		struct {
+			int fd;
+			char *path;
+			int oflag;
+			mode_t mode;
+		} open;
+	} u;
+};
+
+/* A spawn with file actions may dup2 an fd, close-on-exec or not, onto a
+ * number the new program inherits: the source of each dup2 action is
+ * demoted too.  Actions that do not look like glibc's (a libc this was not
+ * built for): every object is. */
 static void exec__spawn_prepare(const posix_spawn_file_actions_t *fa)
 {
-	int e = errno;
+	const struct exec__action *a;
+	int e = errno, n;
 
 	exec_prepare();
-	if (fa && preload_ready() && !preload_in_vfork_child())
+	if (!fa || !preload_ready() || preload_in_vfork_child())
+		return;
+	n = fa->__used;
+	a = (const struct exec__action *)(const void *)fa->__actions;
+	if (n >= 0 && n <= fa->__allocated && (n == 0 || a)) {
+		for (int i = 0; i < n; i++)
+			if (a[i].tag == 1 &&
+			    preload_maybe_object(a[i].u.dup2.fd) &&
+			    uepoll_demote(a[i].u.dup2.fd) == 0)
+				stats_add(STAT_DEMOTES);
+	} else {
 		for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
 			if (uepoll_demote(fd) == 0)
 				stats_add(STAT_DEMOTES);
 			if (fd == INT32_MAX)
 				break;
 		}
+	}
 	errno = e;
 }
 

@@ -315,13 +315,17 @@ int fdzone_eventfd(int flags)
 	 * the kernel gives the lowest free number, above the soft one. */
 	lock_take(&fdzone__lock);
 	r = sys_nofile(NULL, &rl);
-	if (r == 0 && rl.rlim_max > rl.rlim_cur) {
-		up = (struct rlimit){ rl.rlim_max, rl.rlim_max };
-		r = sys_nofile(&up, NULL);
-		if (r == 0) {
+	if (r == 0 && rl.rlim_max > rl.rlim_cur && fdzone__raise_begin()) {
+		up = (struct rlimit){ rl.rlim_max < 2 * FDZONE__CAP
+					      ? rl.rlim_max
+					      : 2 * FDZONE__CAP,
+				      rl.rlim_max };
+		r = -EMFILE;
+		if (up.rlim_cur > rl.rlim_cur && sys_nofile(&up, NULL) == 0) {
 			r = sys_eventfd(0, flags);
 			(void)sys_nofile(&rl, NULL);
 		}
+		fdzone__raise_end();
 	} else if (r == 0) {
 		r = -EMFILE;
 	}
