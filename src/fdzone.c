@@ -63,11 +63,12 @@
 #include "lock.h"
 #include "sys.h"
 
-/* No private fd at FD_SETSIZE or above: the kernel's fd table then stays
- * within what one fd_set covers, as it does natively for a program with
- * fewer fds (select() reads nfds bits, clamped to the table's size:
- * select(getdtablesize(), ...) with a plain fd_set must keep working), and
- * a fork copies no more of it. */
+/* FD_SETSIZE.  Below it when the private fds take the program's numbers
+ * (TOP), so that the kernel's fd table stays within what one fd_set covers
+ * (select() reads nfds bits, up to the table's size: select(getdtablesize(),
+ * ...) with a plain fd_set must keep working) and a fork copies no more of
+ * it; ABOVE goes up to twice it; past about a thousand objects, any number
+ * the soft limit allows (PLACES). */
 #define FDZONE__CAP 1024
 
 #define FDZONE__WORDS 64 /* 4096 numbers per chunk */
