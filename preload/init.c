@@ -77,14 +77,10 @@ bool preload_is_eventfd(int fd)
 
 atomic_bool preload__plain;
 
-void preload_go_plain(void)
+void preload_demote_all(void)
 {
 	int e = errno;
 
-	/* seq_cst, then the walk: pairs with preload_made's fence and load
-	 * (a creation either is seen by the walk or sees the flag). */
-	if (preload_in_vfork_child() || atomic_exchange(&preload__plain, true))
-		return;
 	for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
 		if (uepoll_demote(fd) == 0)
 			stats_add(STAT_DEMOTES);
@@ -92,6 +88,15 @@ void preload_go_plain(void)
 			break;
 	}
 	errno = e;
+}
+
+void preload_go_plain(void)
+{
+	/* seq_cst, then the walk: pairs with preload_made's fence and load
+	 * (a creation either is seen by the walk or sees the flag). */
+	if (preload_in_vfork_child() || atomic_exchange(&preload__plain, true))
+		return;
+	preload_demote_all();
 }
 
 int preload_made(int fd)

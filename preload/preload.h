@@ -54,6 +54,8 @@ static inline bool preload_plain(void)
 	return atomic_load_explicit(&preload__plain, memory_order_relaxed);
 }
 void preload_go_plain(void);
+/* Demote every object published now (errno kept). */
+void preload_demote_all(void);
 int preload_made(int fd);
 /* Is this a vfork child (VFORK in wrap_exec.c)?  It shares the memory of
  * the parent's thread, thread-local variables included, but not its fd

@@ -42,7 +42,6 @@
 
 #include "uepoll.h"
 
-#include "fdtab.h"
 #include "fdzone.h"
 
 #include "preload.h"
@@ -185,12 +184,7 @@ static void exec__spawn_prepare(const posix_spawn_file_actions_t *fa)
 			    uepoll_demote(a[i].u.dup2.fd) == 0)
 				stats_add(STAT_DEMOTES);
 	} else {
-		for (int fd = fdtab_next(0); fd >= 0; fd = fdtab_next(fd + 1)) {
-			if (uepoll_demote(fd) == 0)
-				stats_add(STAT_DEMOTES);
-			if (fd == INT32_MAX)
-				break;
-		}
+		preload_demote_all();
 	}
 	errno = e;
 }
