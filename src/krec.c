@@ -85,10 +85,12 @@
 
 #include "uepoll.h"
 
+#include "fdzone.h"
 #include "krec.h"
 #include "port_impl.h"
 #include "lock.h"
 #include "sys.h"
+#include "unpend.h"
 
 #define KREC__ADDR ((UINT64_C(1) << 48) - 1)
 
@@ -158,6 +160,7 @@ static struct krec *krec__new(struct port *p)
 	}
 	atomic_init(&n->inner, NULL);
 	atomic_init(&n->fd, -1);
+	atomic_init(&n->probe, -1);
 	n->next = atomic_load_explicit(&p->krecs, memory_order_relaxed);
 	/* release: pairs with the harvest's acquire walk */
 	atomic_store_explicit(&p->krecs, n, memory_order_release);
@@ -362,6 +365,52 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 	}
 	lock_drop(&p->mtx);
 	return r;
+}
+
+int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
+		      int srcfd)
+{
+	struct krec *n, *m;
+	int r, probe;
+
+	lock_take(&p->mtx);
+	if (port_demoting(p)) {
+		lock_drop(&p->mtx);
+		return -ESTALE;
+	}
+	n = krec__find(p, NULL, fd);
+	m = krec__new(p);
+	if (!m) {
+		lock_drop(&p->mtx);
+		return -ENOMEM;
+	}
+	/* Before the kernel call (DATA): a harvest that gets the ADD's
+	 * report finds it.  Without a probe, the ADD may report the edge
+	 * once more (as before UNPEND). */
+	probe = unpend_probe(srcfd, ev->events);
+	atomic_store_explicit(&m->probe, probe, memory_order_relaxed);
+	r = krec__fd_set(p, m, n, EPOLL_CTL_ADD, fd, ev);
+	if (r == 0 && probe >= 0)
+		unpend_settle(p->obj.kfd, krec__data(m), &m->probe);
+	else if ((probe = atomic_exchange(&m->probe, -1)) >= 0)
+		fdzone_close(probe);
+	lock_drop(&p->mtx);
+	return r;
+}
+
+bool krec_unpend_drop(struct krec *n)
+{
+	int probe;
+	bool drop;
+
+	if (atomic_load_explicit(&n->probe, memory_order_relaxed) < 0)
+		return false;
+	probe = atomic_exchange(&n->probe, -1);
+	if (probe < 0)
+		return false;
+	drop = !unpend_edge(probe);
+	fdzone_close(probe);
+	return drop;
 }
 
 /* Move n's registration to the back of its fd's wait queue (mtx held). */

@@ -53,6 +53,10 @@ struct krec {
 	 * as an edge-triggered nesting (WATCHED in bell.c); the holder's
 	 * mtx. */
 	_Atomic bool edge;
+	/* UNPEND (unpend.c): the probe of a registration made for an edge the
+	 * program had taken, until the ADD's report is decided; else -1.
+	 * Taken by exchange: whoever takes it decides. */
+	_Atomic int probe;
 };
 
 /* What krec_of found for an event's data. */
@@ -64,6 +68,14 @@ int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev);
 /* ctl of a kernel fd when records are involved (EPOLLROUNDROBIN or
  * EPOLLURGENT asked, or the instance has fd records); the kernel answers. */
 int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);
+/* DEMOTE, SHARED (port.c): register srcfd's file in p through fd for an
+ * edge-triggered item whose edge the program has taken, without the ADD's
+ * report (UNPEND in unpend.c); a record holds it.  0 or -errno. */
+int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
+		      int srcfd);
+/* A harvest got the report of record n: drop it?  (UNPEND: the ADD's
+ * report of an edge already taken.) */
+bool krec_unpend_drop(struct krec *n);
 /* ctl of a uepoll instance (inner) in p; the kernel answers. */
 int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev);

@@ -219,11 +219,11 @@ void port_item_kick(struct item *it)
 }
 
 /* The item has left its source's wait queue: drop it from the instance. */
-static void port__free_item(struct port *p, struct item *it)
+static bool port__free_item(struct port *p, struct item *it)
 {
 	atomic_fetch_sub_explicit(&p->nuser, 1, memory_order_relaxed);
 	list_del(&it->portlink);
-	rq_retire(&p->rq, it);
+	return rq_retire(&p->rq, it);
 }
 
 /* ADD and MOD queue the item at once when the source is ready.  The poll
@@ -416,7 +416,12 @@ static int port__ctl_kernel(struct port *p, int op, int fd,
 	if ((op != EPOLL_CTL_DEL && (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))) ||
 	    atomic_load_explicit(&p->nfdrec, memory_order_relaxed))
 		return krec_ctl_fd(p, op, fd, ev);
-	return krec_kctl(p, op, fd, ev);
+	/* Under mtx as every ctl of the kernel epoll: a settle (UNPEND in
+	 * unpend.c) gives registrations back the events it read of them. */
+	lock_take(&p->mtx);
+	r = krec_kctl(p, op, fd, ev);
+	lock_drop(&p->mtx);
+	return r;
 }
 
 /* DEMOTE: until the demotion is over (DEMOTED: 1), or undone (LIVE: 0). */
@@ -515,6 +520,7 @@ static int port__take_source(struct wq *q, struct uobj *src)
 	struct item *it;
 	struct port *p;
 	int r, fd = -1, err = 0;
+	bool taken = false;
 
 	for (;;) {
 		lock_take(&q->lock);
@@ -543,14 +549,26 @@ static int port__take_source(struct wq *q, struct uobj *src)
 		}
 		lock_drop(&q->lock);
 		if (it) {
-			port__free_item(p, it);
+			/* An edge-triggered item off the ready queue: its
+			 * edge, if any, was taken (UNPEND). */
+			taken = !port__free_item(p, it) &&
+				(ev.events & EPOLLET);
 			port_revalidate(p);
 		}
 		lock_drop(&p->mtx);
 		if (it && src) {
 			fd = uobj_number_of(src, fd);
-			r = port__ctl_kernel(p, EPOLL_CTL_ADD,
-					     fd >= 0 ? fd : src->kfd, &ev);
+			if (fd < 0)
+				fd = src->kfd;
+			/* The ADD would report a ready fd as a new edge: made
+			 * without that report (UNPEND in unpend.c).  (Our own
+			 * bits go as port__ctl_kernel gives them.) */
+			if (taken && !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
+			    (sys_poll_now(src->kfd, (short)(ev.events & 0xffff)) &
+			     (short)(ev.events & 0xffff)))
+				r = krec_add_unpended(p, fd, &ev, src->kfd);
+			else
+				r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
 			if (r < 0 && !err)
 				err = r;
 		}
@@ -722,6 +740,8 @@ static void port__close(struct uobj *o)
  * this one will not see: nkernel ("never below the true number") never
  * reaches 0 again, in either process, so waits always look at the kernel
  * epoll (a zero-timeout wait makes its one system call). */
+static void port__looked(struct uobj *o);
+
 static void port__fork_prepare(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
@@ -734,6 +754,12 @@ static void port__fork_prepare(struct uobj *o)
 	/* Nor can we see it register this instance edge-triggered anywhere:
 	 * watched instances ring on every event from now on (WATCHED). */
 	bell_held_edge_outside(&p->bell);
+	/* The doorbell is one kernel eventfd for both processes, and the
+	 * child starts with `set` 0 (bell_fork_child): a ring nothing is
+	 * queued for (a wait took the queue without the kernel) is taken
+	 * now, else the child's instance reads ready forever (its poll, an
+	 * outside epoll) where the kernel's has nothing (F18's end). */
+	port__looked(o);
 }
 
 static int port__fork_child(struct uobj *o)

@@ -232,7 +232,7 @@ void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	lock_drop(&q->lock);
 }
 
-void rq_retire(struct readyq *q, struct item *it)
+bool rq_retire(struct readyq *q, struct item *it)
 {
 	bool now = true;
 
@@ -247,6 +247,7 @@ void rq_retire(struct readyq *q, struct item *it)
 	/* A close may retire it from a signal handler (SIGNALS in obj.c). */
 	if (now)
 		obj_free_later(it);
+	return !now;
 }
 
 bool rq_empty(struct readyq *q)

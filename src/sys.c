@@ -29,6 +29,7 @@
 #include <linux/futex.h>
 #include <linux/kcmp.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -653,6 +654,54 @@ static ssize_t sys__proc_read(const char *pre, unsigned int num,
 		return n < 0 ? -EIO : 0;
 	buf[n] = 0;
 	return n;
+}
+
+ssize_t sys_fdinfo(int fd, char **out)
+{
+	char path[48] = "/proc/self/fdinfo/", d[12], *buf = NULL, *nb;
+	size_t i = 0, l = strlen(path), len = 0, cap = 0;
+	unsigned int num = (unsigned int)fd;
+	ssize_t n;
+	int f;
+
+	do
+		d[i++] = (char)('0' + num % 10);
+	while ((num /= 10) > 0);
+	while (i)
+		path[l++] = d[--i];
+	path[l] = 0;
+	f = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, path,
+				   O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return -errno;
+	/* An epoll's lists a line per registration: read until the end. */
+	for (;;) {
+		if (cap - len < 1024) {
+			cap = cap ? 2 * cap : 4096;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				n = -ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		n = sys__libc.syscall(SYS_read, f, buf + len, cap - len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			n = n < 0 ? -EIO : 0;
+			break;
+		}
+		len += (size_t)n;
+	}
+	sys__libc.syscall(SYS_close, f);
+	if (n < 0) {
+		free(buf);
+		return n;
+	}
+	buf[len] = 0;
+	*out = buf;
+	return (ssize_t)len;
 }
 
 bool sys_thread_stopped(uint32_t t)

@@ -123,6 +123,9 @@ bool sys_thread_stopped(uint32_t t);
 /* An eventfd's value without touching it (fdinfo's eventfd-count): 0, or
  * -errno where it cannot be read. */
 int sys_eventfd_value(int fd, uint64_t *v);
+/* /proc/self/fdinfo/FD whole, in *out (malloc'd, NUL-terminated; the
+ * caller frees it): its length, or -errno. */
+ssize_t sys_fdinfo(int fd, char **out);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

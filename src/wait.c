@@ -129,7 +129,8 @@ again:
 		}
 		if (recs && (n = krec_of(p, evs[i].data.u64, &v))) {
 			if (n == KREC_STALE ||
-			    (v.nested && !krec_nest_ready(n, 0))) {
+			    (v.nested && !krec_nest_ready(n, 0)) ||
+			    (!v.nested && krec_unpend_drop(n))) {
 				dropped++;
 				continue;
 			}

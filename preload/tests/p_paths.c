@@ -34,6 +34,9 @@
  *             table no larger than natively
  *   forkexec  a forked child execs with the parent's instance inherited:
  *             the parent's instance keeps working
+ *   etfork    an EPOLLET event a wait took does not come back after a fork
+ *             (in parent or child), posix_spawn, system() or popen() with
+ *             the eventfd inherited; the next write is an edge again
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -52,6 +55,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <spawn.h>
 
 #include "ptest.h"
 
@@ -785,6 +789,95 @@ static void run_forkexec(void)
 	close(fx.ep);
 }
 
+/* One way the eventfd leaves the library's sight (see run_etfork). */
+static void etfork_leave(int how)
+{
+	char *argv[] = { "true", NULL };
+	pid_t pid;
+	FILE *f;
+
+	fflush(stdout);
+	switch (how) {
+	case 1:
+		P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
+				      environ) == 0);
+		printf("etfork: spawned %d\n", wait_child(pid));
+		break;
+	case 2:
+		printf("etfork: system %d\n", system("true"));
+		break;
+	case 3:
+		f = popen("true", "r");
+		P_REQUIRE(f != NULL);
+		printf("etfork: popen %d\n", pclose(f));
+		break;
+	}
+}
+
+/* After the edge was taken, what each side sees: a wait, a poll of the
+ * instance, then a write's edge. */
+static void etfork_look(const char *who, int ep, int e)
+{
+	struct epoll_event out[4];
+	struct pollfd pf = { .fd = ep, .events = POLLIN };
+	uint64_t v = 1;
+	int n;
+
+	SHOW(who, poll(&pf, 1, 0), pf.revents);
+	n = epoll_wait(ep, out, 4, 0);
+	SHOW(who, n, n > 0 ? out[0].events : 0);
+	P_REQUIRE(write(e, &v, 8) == 8);
+	n = epoll_wait(ep, out, 4, 0);
+	SHOW(who, n, n > 0 ? out[0].events : 0);
+	n = epoll_wait(ep, out, 4, 0);
+	SHOW(who, n, n > 0 ? out[0].events : 0);
+}
+
+/* F18: an edge-triggered registration of a ready eventfd whose event a
+ * wait took: a fork (the counter shared, SHARED) or a spawn, system() or
+ * popen() of a child that inherits the eventfd (DEMOTE) makes the
+ * library's item a kernel registration, whose ADD would report the fd
+ * again. */
+static void run_etfork(void)
+{
+	static const uint32_t masks[] = { EPOLLIN | EPOLLET,
+					  EPOLLIN | EPOLLOUT | EPOLLET,
+					  EPOLLOUT | EPOLLET };
+
+	for (int how = 0; how < 4; how++)
+		for (unsigned m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
+			struct epoll_event ev = { .events = masks[m],
+						  .data.u64 = 5 },
+					   out[4];
+			int ep = epoll_create1(EPOLL_CLOEXEC);
+			int e = eventfd(1, EFD_NONBLOCK);
+			pid_t pid;
+
+			printf("etfork: how %d mask %x\n", how, masks[m]);
+			P_REQUIRE(ep >= 0 && e >= 0);
+			P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+			SHOW("etfork: took", epoll_wait(ep, out, 4, 0),
+			     out[0].events);
+			if (how) {
+				etfork_leave(how);
+				etfork_look("etfork: after", ep, e);
+			} else {
+				fflush(stdout);
+				pid = fork();
+				P_REQUIRE(pid >= 0);
+				if (pid == 0) {
+					etfork_look("etfork: child", ep, e);
+					fflush(stdout);
+					_exit(0);
+				}
+				printf("etfork: child %d\n", wait_child(pid));
+				etfork_look("etfork: parent", ep, e);
+			}
+			close(e);
+			close(ep);
+		}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -799,6 +892,7 @@ int main(int argc, char **argv)
 		{ "aio", run_aio },	      { "pollep", run_pollep },
 		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
+		{ "etfork", run_etfork },
 	};
 
 	self = argv[0];
