@@ -390,10 +390,15 @@ int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
 	probe = unpend_probe(srcfd, ev->events);
 	atomic_store_explicit(&m->probe, probe, memory_order_relaxed);
 	r = krec__fd_set(p, m, n, EPOLL_CTL_ADD, fd, ev);
-	if (r == 0 && probe >= 0)
-		unpend_settle(p->obj.kfd, krec__data(m), &m->probe);
-	else if ((probe = atomic_exchange(&m->probe, -1)) >= 0)
+	if (r == 0 && probe >= 0) {
+		struct unpend u = { .fd = fd,
+				    .data = krec__data(m),
+				    .probe = &m->probe };
+
+		unpend_settle(p->obj.kfd, &u, 1);
+	} else if ((probe = atomic_exchange(&m->probe, -1)) >= 0) {
 		fdzone_close(probe);
+	}
 	lock_drop(&p->mtx);
 	return r;
 }
@@ -797,11 +802,79 @@ static bool krec__ready(struct port *p, int depth)
 	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
 }
 
-void krec_demote(struct port *p)
+size_t krec_count(struct port *p)
+{
+	size_t c = 0;
+
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next)
+		c++;
+	return c;
+}
+
+/* UNPEND (unpend.c) for the records' MODs: an edge-triggered registration
+ * whose fd is ready now but which is not queued in the kernel epoll (its
+ * edge taken) would be queued by the MOD.  Probes first, then one harvest
+ * tells the queued ones (seen: their edge stands, and the MOD keeps it),
+ * so an edge that comes between is caught by the probe.  What is left in
+ * v (its data: the user's, which the MOD gives it) is for the settle after
+ * the MODs.  The count left. */
+static size_t krec__demote_unpend(struct port *p, struct unpend *v,
+				  _Atomic int *probes)
+{
+	size_t n = 0, k = 0;
+	uint32_t kreg;
+	int fd;
+
+	for (struct krec *r = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     r; r = r->next) {
+		fd = atomic_load_explicit(&r->fd, memory_order_relaxed);
+		kreg = atomic_load_explicit(&r->kreg, memory_order_relaxed);
+		if (fd < 0 || !(kreg & EPOLLET) ||
+		    atomic_load_explicit(&r->disarmed, memory_order_relaxed) ||
+		    !(sys_poll_now(fd, (short)(kreg & 0xffff)) &
+		      (short)(kreg & 0xffff)))
+			continue;
+		atomic_store_explicit(&probes[n], unpend_probe(fd, kreg),
+				      memory_order_relaxed);
+		v[n] = (struct unpend){ .fd = fd, .data = krec__data(r),
+					.probe = NULL };
+		n++;
+	}
+	if (!n)
+		return 0;
+	unpend_settle(p->obj.kfd, v, n); /* no probe given: drops nothing */
+	for (size_t i = 0; i < n; i++) {
+		int pfd = atomic_load_explicit(&probes[i],
+					       memory_order_relaxed);
+		struct krec *r;
+
+		if (v[i].seen || pfd < 0) {
+			if (pfd >= 0)
+				fdzone_close(pfd);
+			continue;
+		}
+		r = (struct krec *)(uintptr_t)(v[i].data & KREC__ADDR);
+		atomic_store_explicit(&probes[k], pfd, memory_order_relaxed);
+		v[k] = (struct unpend){
+			.fd = v[i].fd,
+			.data = atomic_load_explicit(&r->data,
+						     memory_order_relaxed),
+			.probe = &probes[k]
+		};
+		k++;
+	}
+	return k;
+}
+
+size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 {
 	struct epoll_event ev;
 	struct krec *n;
 	uint32_t kreg;
+	size_t k = krec__demote_unpend(p, v, probes);
 	int fd;
 
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
@@ -834,6 +907,7 @@ void krec_demote(struct port *p)
 		else
 			krec__fd_drop(p, n);
 	}
+	return k;
 }
 
 /* The instance is being released, its kernel epoll closed: free its records

@@ -6,6 +6,7 @@
 #ifndef UEPOLL_KREC_H
 #define UEPOLL_KREC_H
 
+#include "unpend.h"
 #include "port.h"
 
 /*
@@ -112,8 +113,12 @@ static inline void krec_disarmed(struct krec *n)
  * registration the user's data and events back in the kernel (a disarmed
  * one-shot stays disarmed) and free the records; a nested instance stays
  * counted as watched for good (its fd, now in a kernel epoll, stays
- * exact). */
-void krec_demote(struct port *p);
+ * exact).  Fills v (room: krec_count) with the edge-triggered ones whose
+ * MOD queued an edge the program had taken, each with its probe in
+ * probes[i], for the caller's unpend_settle; returns their count. */
+size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes);
+/* How many records p has (room for krec_demote's v; mtx held). */
+size_t krec_count(struct port *p);
 /* Free p's records at its release (no thread can reach p any more). */
 void krec_release(struct port *p);
 

@@ -603,6 +603,7 @@ static int port__take_source(struct wq *q, struct uobj *src)
 struct port__moved {
 	struct uobj *src;
 	int fd;
+	bool taken; /* edge-triggered, its edge taken (UNPEND) */
 	struct epoll_event ev;
 };
 
@@ -623,9 +624,11 @@ bool port_exec_keeps(struct port *p)
 int port_demote(struct port *p)
 {
 	struct port__moved *v = NULL;
+	struct unpend *sus = NULL;
+	_Atomic int *probes = NULL;
 	struct list *l;
 	struct item *it;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, nsus = 0, scap;
 	int s = PORT_LIVE, r = 0, e;
 
 	if (!atomic_compare_exchange_strong(&p->demote, &s, PORT_DEMOTING))
@@ -638,7 +641,14 @@ int port_demote(struct port *p)
 	lock_take(&p->mtx);
 	list_for_each(l, &p->items)
 		cap++;
-	if (cap && !(v = malloc(cap * sizeof(*v)))) {
+	/* UNPEND: room for a record or an item each. */
+	scap = cap + krec_count(p);
+	if ((cap && !(v = malloc(cap * sizeof(*v)))) ||
+	    (scap && (!(sus = malloc(scap * sizeof(*sus))) ||
+		      !(probes = malloc(scap * sizeof(*probes)))))) {
+		free(v);
+		free(sus);
+		free(probes);
 		lock_drop(&p->mtx);
 		atomic_store_explicit(&p->demote, PORT_LIVE,
 				      memory_order_release);
@@ -663,11 +673,14 @@ int port_demote(struct port *p)
 						     memory_order_relaxed) &
 				~(EPOLLROUNDROBIN | EPOLLURGENT);
 			v[n].ev.data.u64 = it->data;
+			v[n].taken = !port__free_item(p, it) &&
+				     (v[n].ev.events & EPOLLET);
 			n++;
+		} else {
+			port__free_item(p, it);
 		}
-		port__free_item(p, it);
 	}
-	krec_demote(p);
+	nsus = krec_demote(p, sus, probes);
 	(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, bell_fd(&p->bell),
 			    NULL);
 	lock_drop(&p->mtx);
@@ -680,12 +693,35 @@ int port_demote(struct port *p)
 			uefd_watched_outside((struct uefd *)v[i].src);
 		}
 		fd = uobj_number_of(v[i].src, v[i].fd);
-		e = krec_kctl(p, EPOLL_CTL_ADD, fd >= 0 ? fd : v[i].src->kfd,
-			      &v[i].ev);
+		if (fd < 0)
+			fd = v[i].src->kfd;
+		/* UNPEND: its probe before the ADD, which would report the
+		 * edge taken again (settled below). */
+		if (v[i].taken &&
+		    (sys_poll_now(v[i].src->kfd, (short)(v[i].ev.events & 0xffff)) &
+		     (short)(v[i].ev.events & 0xffff))) {
+			atomic_store_explicit(&probes[nsus],
+					      unpend_probe(v[i].src->kfd,
+							   v[i].ev.events),
+					      memory_order_relaxed);
+			sus[nsus] = (struct unpend){ .fd = fd,
+						     .data = v[i].ev.data.u64,
+						     .probe = &probes[nsus] };
+			nsus++;
+		}
+		e = krec_kctl(p, EPOLL_CTL_ADD, fd, &v[i].ev);
 		if (e < 0 && !r)
 			r = e;
 		uobj_put(v[i].src);
 	}
+	if (nsus) {
+		/* Every ctl waits (DEMOTING; a plain one for mtx). */
+		lock_take(&p->mtx);
+		unpend_settle(p->obj.kfd, sus, nsus);
+		lock_drop(&p->mtx);
+	}
+	free(sus);
+	free(probes);
 	free(v);
 	atomic_store_explicit(&p->demote, PORT_DEMOTED, memory_order_release);
 	sys_futex_wake_all(&p->demote);

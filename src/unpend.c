@@ -162,39 +162,60 @@ static void unpend__requeue(int epfd, const struct unpend__reg *r)
 	(void)sys_epoll_ctl(epfd, EPOLL_CTL_MOD, r->fd, &ev);
 }
 
-void unpend_settle(int epfd, uint64_t kdata, _Atomic int *probe)
+/* The entry of v that registration r is, or NULL. */
+static struct unpend *unpend__which(struct unpend *v, size_t n,
+				    const struct unpend__reg *r)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].fd == r->fd && v[i].data == r->data)
+			return &v[i];
+	return NULL;
+}
+
+/* Take u's probe and decide: did an edge come since it was made?  (No
+ * probe, or another harvest decided: as if one did.) */
+static bool unpend__edge(struct unpend *u)
+{
+	int pfd = u->probe ? atomic_exchange(u->probe, -1) : -1;
+	bool edge;
+
+	if (pfd < 0)
+		return true;
+	edge = unpend_edge(pfd);
+	fdzone_close(pfd);
+	return edge;
+}
+
+void unpend_settle(int epfd, struct unpend *v, size_t n)
 {
 	struct unpend__reg *regs = NULL;
 	struct epoll_event *evs = NULL;
-	int nregs, n = 0, pfd;
+	int nregs, got = 0, pfd;
 
 	nregs = unpend__regs(epfd, &regs);
 	if (nregs > 0 && (evs = malloc((size_t)nregs * sizeof(*evs)))) {
 		/* Each registration is reported at most once by one call,
 		 * and there are nregs of them. */
 		do
-			n = sys_epoll_poll(epfd, evs, nregs);
-		while (n == -EINTR);
+			got = sys_epoll_poll(epfd, evs, nregs);
+		while (got == -EINTR);
 	}
-	for (int i = 0; i < n; i++) {
-		bool drop = false;
+	for (int i = 0; i < got; i++)
+		for (int j = 0; j < nregs; j++) {
+			struct unpend *u;
 
-		if (evs[i].data.u64 == kdata) {
-			pfd = atomic_exchange(probe, -1);
-			if (pfd >= 0) {
-				drop = !unpend_edge(pfd);
-				fdzone_close(pfd);
-			}
-		}
-		for (int j = 0; j < nregs; j++)
-			if (regs[j].data == evs[i].data.u64 &&
-			    !(drop && regs[j].data == kdata))
+			if (regs[j].data != evs[i].data.u64)
+				continue;
+			u = unpend__which(v, n, &regs[j]);
+			if (u)
+				u->seen = true;
+			if (!u || unpend__edge(u))
 				unpend__requeue(epfd, &regs[j]);
-	}
+		}
 	/* Not reported (not ready, or a wait decided it first). */
-	pfd = atomic_exchange(probe, -1);
-	if (pfd >= 0)
-		fdzone_close(pfd);
+	for (size_t i = 0; i < n; i++)
+		if (v[i].probe && (pfd = atomic_exchange(v[i].probe, -1)) >= 0)
+			fdzone_close(pfd);
 	free(evs);
 	free(regs);
 }

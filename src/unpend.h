@@ -20,13 +20,20 @@ int unpend_probe(int srcfd, uint32_t events);
  * consume it (poll(2) of the probe), so any process holding the probe
  * answers the same. */
 bool unpend_edge(int probe);
-/* The registration whose data in epfd is kdata has just been made; *probe
- * is its probe, taken (-1 stored) by whoever resolves it: this call, or a
- * harvest of epfd that got the ADD's report first (which drops the report
- * unless unpend_edge).  Takes the ADD's report out of epfd's ready list
- * unless an edge came since, and leaves every other registration that was
- * queued there queued again.  The caller excludes every ctl of epfd
- * (port->mtx: LOCKING in unpend.c). */
-void unpend_settle(int epfd, uint64_t kdata, _Atomic int *probe);
+/* A registration of epfd that settle looks for: through number fd, with
+ * data.  probe: its probe (taken, -1 stored, by whoever decides: settle, or
+ * a harvest of epfd that got its report first), or NULL for one only to be
+ * seen.  seen: settle found it queued. */
+struct unpend {
+	int fd;
+	uint64_t data;
+	_Atomic int *probe;
+	bool seen;
+};
+/* Harvest epfd once: a report of a registration of v whose probe saw no
+ * edge (the ADD's or MOD's, of an edge taken already) is dropped; every
+ * other report is queued again (seen noted).  The probes are closed.  The
+ * caller excludes every ctl of epfd (port->mtx: LOCKING in unpend.c). */
+void unpend_settle(int epfd, struct unpend *v, size_t n);
 
 #endif

@@ -845,15 +845,19 @@ static void run_etfork(void)
 					  EPOLLOUT | EPOLLET };
 
 	for (int how = 0; how < 4; how++)
+	for (int inherit = 0; inherit < 2; inherit++)
 		for (unsigned m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
 			struct epoll_event ev = { .events = masks[m],
 						  .data.u64 = 5 },
 					   out[4];
-			int ep = epoll_create1(EPOLL_CLOEXEC);
+			/* inherit: the instance too goes to the child (the
+			 * spawn demotes it, DEMOTE in port.c). */
+			int ep = epoll_create1(inherit ? 0 : EPOLL_CLOEXEC);
 			int e = eventfd(1, EFD_NONBLOCK);
 			pid_t pid;
 
-			printf("etfork: how %d mask %x\n", how, masks[m]);
+			printf("etfork: how %d inherit %d mask %x\n", how,
+			       inherit, masks[m]);
 			P_REQUIRE(ep >= 0 && e >= 0);
 			P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
 			SHOW("etfork: took", epoll_wait(ep, out, 4, 0),
