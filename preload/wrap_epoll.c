@@ -8,8 +8,17 @@
  * uepoll's, which give any fd that is not an instance (a kernel epoll made
  * before the layer was ready, a socket) the kernel's own answer.
  *
- * Two translations in epoll_ctl, on uepoll instances only (a kernel epoll
+ * Three translations in epoll_ctl, on uepoll instances only (a kernel epoll
  * must keep rejecting what the kernel rejects):
+ *  - uepoll's own event bits, EPOLLROUNDROBIN (1 << 26) and EPOLLURGENT
+ *    (1 << 25), are to the program bits the kernel does not define: the
+ *    kernel ignores them, and refuses them (EINVAL) only with
+ *    EPOLLEXCLUSIVE, as any bit outside its EPOLLEXCLUSIVE_OK_BITS (F11 in
+ *    docs/reliability.md).  So they are taken out of the program's mask,
+ *    and with EPOLLEXCLUSIVE replaced by a bit that neither the kernel nor
+ *    the library defines, which the library (or the kernel, for a kernel
+ *    fd) then refuses at the kernel's point, after its checks of the fds.
+ *    Only the policy below asks the library for them.
  *  - EPOLL_CTL_ADD with EPOLLEXCLUSIVE: the round-robin proposal's bit
  *    1 << 27 becomes EPOLLROUNDROBIN (so its program runs as posted), and
  *    with UEPOLL_ROUNDROBIN=1 every such registration gets it.  The bit is
@@ -28,6 +37,12 @@
 #include "preload.h"
 
 #define PRELOAD_RR_BIT27 (1u << 27)
+/* uepoll's own bits (include/uepoll.h): to the program, undefined ones. */
+#define PRELOAD_UEPOLL_BITS (EPOLLROUNDROBIN | EPOLLURGENT)
+/* A bit that <sys/epoll.h>, the kernel and uepoll all leave undefined: it
+ * stands for the program's PRELOAD_UEPOLL_BITS where only an undefined bit
+ * makes a difference (the refusal with EPOLLEXCLUSIVE). */
+#define PRELOAD_UNDEFINED_BIT (1u << 24)
 #define PRELOAD_EPOLL_CTL_MIN_WAIT 4
 
 /* The policies' options on a new instance.  Where the instance cannot be
@@ -82,6 +97,32 @@ PRELOAD_WRAP int epoll_create(int size)
 	return epoll__create(0);
 }
 
+/* The program's ADD or MOD mask on a uepoll instance, in the kernel's
+ * meaning, as the library's: event itself if nothing changes, else ev, a
+ * copy (the caller's struct is its own: threads may share one, as the
+ * round-robin proposal's program does, and the kernel never writes it). */
+static struct epoll_event *epoll__ctl_events(int op, struct epoll_event *event,
+					     struct epoll_event *ev)
+{
+	uint32_t m = event->events;
+
+	if (m & PRELOAD_UEPOLL_BITS) {
+		m &= ~PRELOAD_UEPOLL_BITS;
+		if (m & EPOLLEXCLUSIVE)
+			m |= PRELOAD_UNDEFINED_BIT;
+	}
+	/* The policies' round robin, after the program's bits: a mask the
+	 * kernel refuses stays refused. */
+	if (op == EPOLL_CTL_ADD && (m & EPOLLEXCLUSIVE) &&
+	    (policy.roundrobin || (m & PRELOAD_RR_BIT27)))
+		m = (m & ~PRELOAD_RR_BIT27) | EPOLLROUNDROBIN;
+	if (m == event->events)
+		return event;
+	*ev = *event;
+	ev->events = m;
+	return ev;
+}
+
 PRELOAD_WRAP int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 {
 	struct epoll_event ev;
@@ -95,17 +136,12 @@ PRELOAD_WRAP int epoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 	stats_add(STAT_CTLS);
 	if (op == PRELOAD_EPOLL_CTL_MIN_WAIT && preload_is_instance(epfd))
 		op = UEPOLL_CTL_MIN_WAIT;
-	/* A copy: the caller's struct is its own (threads may share one, as
-	 * the round-robin proposal's program does) and the kernel never
-	 * writes it. */
-	if (op == EPOLL_CTL_ADD && event && event->events & EPOLLEXCLUSIVE &&
-	    (policy.roundrobin || event->events & PRELOAD_RR_BIT27) &&
-	    preload_is_instance(epfd)) {
-		ev = *event;
-		ev.events = (ev.events & ~PRELOAD_RR_BIT27) |
-			    EPOLLROUNDROBIN;
-		event = &ev;
-	}
+	/* Only a mask with one of those bits can change (most have none: no
+	 * lookup of epfd). */
+	if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && event &&
+	    (event->events & (PRELOAD_UEPOLL_BITS | EPOLLEXCLUSIVE)) &&
+	    preload_is_instance(epfd))
+		event = epoll__ctl_events(op, event, &ev);
 	return (int)preload_keep_errno(e, uepoll_ctl(epfd, op, fd, event));
 }
 
