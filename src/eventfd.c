@@ -1737,14 +1737,20 @@ static void uefd__xdemote_end(struct uefd *e);
 
 /* DEMOTE, SHARED: e's wait queue is dead (no new watcher).  What was held
  * is shown and the timer has finished with it; the kernel fd is exact from
- * now on (UEVENTFD_NOPOLL ends); the watchers become registrations of it,
- * whose class is the counter's.  0, or the first error of one. */
-static int uefd__to_kernel_watchers(struct uefd *e)
+ * now on (UEVENTFD_NOPOLL ends). */
+static void uefd__exact(struct uefd *e)
 {
 	uefd__flush(e);
 	timer_wait_idle(&e->co_timer);
 	atomic_store(&e->sh->nopoll, false);
 	uefd__sync(e);
+}
+
+/* SHARED: and the watchers become registrations of it, whose class is the
+ * counter's.  0, or the first error of one. */
+static int uefd__to_kernel_watchers(struct uefd *e)
+{
+	uefd__exact(e);
 	return port_demote_source(&e->wq, &e->obj);
 }
 
@@ -1881,7 +1887,7 @@ int uefd_demote(struct uefd *e)
 	e->wq.dead = true;
 	atomic_store_explicit(&e->sh->co_delay_us, 0, memory_order_relaxed);
 	lock_drop(&e->wq.lock);
-	r = uefd__to_kernel_watchers(e);
+	uefd__exact(e);
 	/* The counter, and what a racing held write left (count + held never
 	 * exceeds UEFD_MAX). */
 	c = atomic_exchange(&e->sh->count, UEFD_GONE);
@@ -1893,6 +1899,13 @@ int uefd_demote(struct uefd *e)
 	k = atomic_load(&e->sh->kunits);
 	uefd__carry(e, k, c);
 	atomic_store_explicit(&e->sh->kunits, c, memory_order_relaxed);
+	/* The watchers become registrations of the kernel fd only now that
+	 * it holds the counter: the carry's write (or read) is an edge for
+	 * every registration made of it before, which the program never made
+	 * (UNPEND in unpend.c), and until DEMOTED no read or write of the
+	 * program moves it (they wait on UEFD_GONE), so an item's ADD polls
+	 * exactly what its edges have left. */
+	r = port_demote_source(&e->wq, &e->obj);
 	atomic_store_explicit(&e->sh->demote, UEFD_DEMOTED, memory_order_release);
 	sys_futex_xwake(&e->sh->demote, INT_MAX);
 	/* Writers asleep on a full counter look again, and find UEFD_GONE. */

@@ -710,18 +710,25 @@ static int obj__demote_all(bool exec_only)
 		if (!v)
 			return -ENOMEM; /* they stay as they are */
 	}
-	for (size_t i = 0; i < n; i++) {
-		/* A fork shares a ueventfd (SHARED in eventfd.c); an exec
-		 * demotes it. */
-		e = v[i]->type != UOBJ_EVENTFD
-			    ? port_demote((struct port *)v[i])
-		    : exec_only || obj__fork_demote_efds
-			    ? uefd_demote((struct uefd *)v[i])
-			    : uefd_share((struct uefd *)v[i]);
-		if (e < 0 && !r)
-			r = e;
-		uobj_put(v[i]);
-	}
+	/* The ueventfds first: a demotion writes the counter into the
+	 * kernel fd, an edge for every registration made of it before; the
+	 * instances' demotions after it register them without one (UNPEND in
+	 * unpend.c). */
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			if ((v[i]->type == UOBJ_EVENTFD) != (pass == 0))
+				continue;
+			/* A fork shares a ueventfd (SHARED in eventfd.c); an
+			 * exec demotes it. */
+			e = v[i]->type != UOBJ_EVENTFD
+				    ? port_demote((struct port *)v[i])
+			    : exec_only || obj__fork_demote_efds
+				    ? uefd_demote((struct uefd *)v[i])
+				    : uefd_share((struct uefd *)v[i]);
+			if (e < 0 && !r)
+				r = e;
+			uobj_put(v[i]);
+		}
 	free(v);
 	return r;
 }

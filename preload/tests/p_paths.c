@@ -858,7 +858,8 @@ static void run_etfork(void)
 			/* inherit: the instance too goes to the child (the
 			 * spawn demotes it, DEMOTE in port.c). */
 			int ep = epoll_create1(inherit ? 0 : EPOLL_CLOEXEC);
-			int e = eventfd(1, EFD_NONBLOCK);
+			/* 5: a demotion writes 4 more into the kernel fd. */
+			int e = eventfd(5, EFD_NONBLOCK);
 			pid_t pid;
 
 			printf("etfork: how %d inherit %d mask %x\n", how,
