@@ -504,11 +504,11 @@ int port_demote_source(struct wq *q, struct uobj *src)
 }
 
 /* Unlink every item of a dead source, one at a time; with src (DEMOTE):
- * register src's file in the instance's kernel epoll in its place, through
- * the item's number if that is still one of src's (the kernel's key), else
- * through another (uobj_number_of), else through the private one: the
- * registration lives as long as the file (epoll(7)), and the program can
- * no longer name it by a number it closed anyway. */
+ * register src's file in the instance's kernel epoll in its place, under
+ * the item's number, the kernel's key (uobj_key_number: a number the
+ * program closed is the file's again for the ADD, if free; never another
+ * number of the file, whose DEL would then find it: F19): the
+ * registration lives as long as the file (epoll(7)). */
 static int port__take_source(struct wq *q, struct uobj *src)
 {
 	struct epoll_event ev;
@@ -548,9 +548,11 @@ static int port__take_source(struct wq *q, struct uobj *src)
 		}
 		lock_drop(&p->mtx);
 		if (it && src) {
-			fd = uobj_number_of(src, fd);
-			r = port__ctl_kernel(p, EPOLL_CTL_ADD,
-					     fd >= 0 ? fd : src->kfd, &ev);
+			bool tmp;
+
+			fd = uobj_key_number(src, fd, &tmp);
+			r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
+			uobj_key_done(fd, tmp);
 			if (r < 0 && !err)
 				err = r;
 		}
@@ -568,8 +570,8 @@ static int port__take_source(struct wq *q, struct uobj *src)
  *    record's registration gets the user's data and events back (krec.c);
  *    the doorbell leaves the kernel epoll.
  *  - Outside it: each item's source is registered in the kernel epoll,
- *    through the item's number (the kernel's key) if it is still one of
- *    the source's, with the item's mask (a disarmed one-shot keeps only the
+ *    under the item's number (the kernel's key: uobj_key_number), with
+ *    the item's mask (a disarmed one-shot keeps only the
  *    flags, as the kernel's) and data; a ueventfd's fd is made exact
  *    first (UEVENTFD_NOPOLL ends), so the ADD's poll sees its state.
  *  - DEMOTED; every number unpublished: uepoll's calls on them go to the
@@ -654,6 +656,7 @@ int port_demote(struct port *p)
 			    NULL);
 	lock_drop(&p->mtx);
 	for (size_t i = 0; i < n; i++) {
+		bool tmp;
 		int fd;
 
 		if (v[i].src->type == UOBJ_EVENTFD) {
@@ -661,9 +664,9 @@ int port_demote(struct port *p)
 				uefd_kedge((struct uefd *)v[i].src);
 			uefd_watched_outside((struct uefd *)v[i].src);
 		}
-		fd = uobj_number_of(v[i].src, v[i].fd);
-		e = krec_kctl(p, EPOLL_CTL_ADD, fd >= 0 ? fd : v[i].src->kfd,
-			      &v[i].ev);
+		fd = uobj_key_number(v[i].src, v[i].fd, &tmp);
+		e = krec_kctl(p, EPOLL_CTL_ADD, fd, &v[i].ev);
+		uobj_key_done(fd, tmp);
 		if (e < 0 && !r)
 			r = e;
 		uobj_put(v[i].src);
