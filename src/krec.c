@@ -748,6 +748,37 @@ static bool krec__ready(struct port *p, int depth)
 	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
 }
 
+/* DEMOTE: can a nested instance's registration still be reached through
+ * its number fd (mtx held)?  The kernel's key is (file, fd): a MOD through
+ * fd reaches whatever file fd holds now, and rewrites that file's
+ * registration if fd holds another (F21 in docs/reliability.md: a pipe
+ * dup'ed onto a closed instance's number and ADDed).  So not if the
+ * instance was released undemoted (its last number closed: the kernel
+ * dropped the registration), nor if it lives, undemoted, and fd is not its
+ * file (its registration stays as it is, out of the program's reach as
+ * natively it is out of reach of its ctl).  An instance being or having
+ * been demoted, or one whose memory a later instance has (krec__is), left
+ * the library's sight with its file open: fd is taken as still its own,
+ * as it was before. */
+static bool krec__nest_reachable(struct krec *n, int fd)
+{
+	/* acquire: pairs with krec__nest_add's release store of inner (the
+	 * generation stored before it). */
+	struct port *in = atomic_load_explicit(&n->inner, memory_order_acquire);
+
+	if (!in || !krec__is(n, in) ||
+	    atomic_load_explicit(&in->demote, memory_order_relaxed) !=
+		    PORT_LIVE)
+		return true;
+	/* No reference taken: its put could be the last, whose release takes
+	 * in's mtx under ours (krec_release).  One released concurrently may
+	 * have closed its kfd, whose number may then hold something else:
+	 * not the same file, and its registration goes with its file. */
+	if (!atomic_load_explicit(&in->obj.refs, memory_order_relaxed))
+		return false;
+	return sys_same_file(fd, in->obj.kfd) != 0; /* < 0: cannot tell */
+}
+
 void krec_demote(struct port *p)
 {
 	struct epoll_event ev;
@@ -760,6 +791,11 @@ void krec_demote(struct port *p)
 		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
 		if (fd < 0)
 			continue;
+		if (atomic_load_explicit(&n->inner, memory_order_relaxed) &&
+		    !krec__nest_reachable(n, fd)) {
+			krec__free(n); /* still watched, if it was: krec.h */
+			continue;
+		}
 		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
 		ev.events = atomic_load_explicit(&n->disarmed,
 						 memory_order_relaxed)
