@@ -98,6 +98,15 @@ UEPOLL_API int uepoll_ctl(int epfd, int op, int fd, struct epoll_event *event)
 		r = sys_epoll_ctl(epfd, op, fd, event);
 		if (held)
 			uobj_polled_end(held, r == 0);
+		/* The kernel's ADD or MOD polled an instance's fd, which reads
+		 * ready while a stale doorbell is left (a demotion took its
+		 * last ready ueventfd away, and nobody watches it: pfuzz's
+		 * seed 1419): taken now, as poll() would (port__looked), so
+		 * that the registration the kernel queued is dropped at the
+		 * holder's next look.  After the call, not before: one that
+		 * fails must not have looked. */
+		if (r == 0 && op != EPOLL_CTL_DEL)
+			uobj_looked(fd);
 		return (int)api__ret(r);
 	}
 	r = uobj_ops(o)->ctl(o, op, fd, event);

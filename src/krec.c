@@ -869,12 +869,48 @@ static size_t krec__demote_unpend(struct port *p, struct unpend *v,
 	return k;
 }
 
+/* DEMOTE: the number through which a nested instance's registration,
+ * made through fd, is reached now (mtx held), or -1.  The kernel's key is
+ * (file, fd): a MOD through fd reaches whatever file fd holds now, and
+ * rewrites that file's registration if fd holds another (F21 in
+ * docs/reliability.md: a pipe dup'ed onto a closed instance's number and
+ * ADDed).  So -1 if the instance was released undemoted (its last number
+ * closed: the kernel dropped the registration); if it lives undemoted,
+ * uobj_key_number's answer: fd if it is still its file, a copy of its file
+ * placed at fd if the program closed fd and it is free (*tmp), else its
+ * private number, through which the MOD finds nothing (the registration
+ * stays as it is, out of the program's reach as natively it is out of
+ * reach of its ctl).  An instance being or having been demoted, or one
+ * whose memory a later instance has (krec__is), left the library's sight
+ * with its file open: fd, as it was before. */
+static int krec__nest_number(struct krec *n, int fd, bool *tmp)
+{
+	/* acquire: pairs with krec__nest_add's release store of inner (the
+	 * generation stored before it). */
+	struct port *in = atomic_load_explicit(&n->inner, memory_order_acquire);
+
+	*tmp = false;
+	if (!in || !krec__is(n, in) ||
+	    atomic_load_explicit(&in->demote, memory_order_relaxed) !=
+		    PORT_LIVE)
+		return fd;
+	/* No reference taken: its put could be the last, whose release takes
+	 * in's mtx under ours (krec_release).  One released concurrently may
+	 * have closed its kfd, whose number may then hold something else:
+	 * then not the file registered under fd, whose registration goes
+	 * with its file anyway. */
+	if (!atomic_load_explicit(&in->obj.refs, memory_order_relaxed))
+		return -1;
+	return uobj_key_number(&in->obj, fd, tmp);
+}
+
 size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 {
 	struct epoll_event ev;
 	struct krec *n;
 	uint32_t kreg;
 	size_t k = krec__demote_unpend(p, v, probes);
+	bool tmp;
 	int fd;
 
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
@@ -882,6 +918,12 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
 		if (fd < 0)
 			continue;
+		tmp = false;
+		if (atomic_load_explicit(&n->inner, memory_order_relaxed) &&
+		    (fd = krec__nest_number(n, fd, &tmp)) < 0) {
+			krec__free(n); /* still watched, if it was: krec.h */
+			continue;
+		}
 		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
 		ev.events = atomic_load_explicit(&n->disarmed,
 						 memory_order_relaxed)
@@ -899,6 +941,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 		} else {
 			(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &ev);
 		}
+		uobj_key_done(fd, tmp);
 		/* Events the kernel gave with the record's data before this
 		 * are dropped as stale by the harvest that has them: the
 		 * kernel queued the registration again if it was ready. */

@@ -517,27 +517,47 @@ void uobj_unpublish_all(struct uobj *o)
 		uobj_put(o);
 }
 
-int uobj_number_of(struct uobj *o, int fd)
+int uobj_key_number(struct uobj *o, int fd, bool *tmp)
 {
-	int cand[8], n = 0, x;
+	bool has;
 	sigset_t m;
+	int x;
 
+	*tmp = false;
 	obj__take(&m);
-	if (obj__has_number(o, fd))
-		cand[n++] = fd;
-	obj__numbers(x, o) {
-		if (n == 8)
-			break;
-		if (x != fd)
-			cand[n++] = x;
-	}
+	has = fd >= 0 && obj__has_number(o, fd);
 	obj__drop(&m);
-	/* Outside the lock (a system call each): a number closed behind our
-	 * back may hold another file now. */
-	for (int i = 0; i < n; i++)
-		if (sys_same_file(cand[i], o->kfd) != 0) /* < 0: cannot tell */
-			return cand[i];
-	return -1;
+	/* Outside the lock (a system call): a number closed behind our back
+	 * may hold another file now. */
+	if (has && sys_same_file(fd, o->kfd) != 0) /* < 0: cannot tell */
+		return fd;
+	/* The program closed fd (F19 in docs/reliability.md): the kernel's
+	 * registration lives on under it, keyed (file, fd), so that a DEL
+	 * through another number of the file is ENOENT and one through fd,
+	 * once fd is the file's again, succeeds.  fd free: a copy of the
+	 * file placed there for the caller's ctl (F_DUPFD takes fd only if
+	 * it is free, atomically: a number the program opened meanwhile is
+	 * never replaced).  Close-on-exec: a concurrent exec must not hand
+	 * it over. */
+	if (fd >= 0 && !has) {
+		x = sys_fcntl(o->kfd, F_DUPFD_CLOEXEC, (void *)(intptr_t)fd);
+		if (x == fd) {
+			*tmp = true;
+			return fd;
+		}
+		if (x >= 0)
+			(void)sys_close(x);
+	}
+	/* fd holds another file: the key (file, fd) cannot be made; the
+	 * private number's is one the program cannot name either (as it
+	 * could not name the kernel's while fd holds that other file). */
+	return o->kfd;
+}
+
+void uobj_key_done(int fd, bool tmp)
+{
+	if (tmp)
+		(void)sys_close(fd);
 }
 
 void uobj_forget(int fd)

@@ -170,9 +170,15 @@ void uobj_flags_set(struct uobj *o, int fl);
 /* Unpublish every number of o (the caller holds a reference) without its
  * type's close: a demotion, which has taken its watchers itself. */
 void uobj_unpublish_all(struct uobj *o);
-/* A number of o that is open as o's kernel file (kcmp: fd has not been
- * closed behind our back), fd itself if it is one, or -1. */
-int uobj_number_of(struct uobj *o, int fd);
+/* The number through which to make, in a kernel epoll, the registration
+ * the program made through fd (a demotion's or a fork's, DEMOTE in
+ * port.c): the kernel keys a registration (file, number) and keeps it
+ * while the file lives, so fd itself if it is still o's (kcmp: not closed
+ * behind our back); if the program closed it and fd is free, fd as a
+ * temporary copy of o's file (*tmp); else o's private number.  The caller
+ * gives it back with uobj_key_done after its ctl. */
+int uobj_key_number(struct uobj *o, int fd, bool *tmp);
+void uobj_key_done(int fd, bool tmp);
 /* How many objects of the type are live now (made and not yet freed):
  * a relaxed hint, for the preload layer's "none at all" fast paths. */
 int uobj_live_count(int type);

@@ -509,11 +509,11 @@ int port_demote_source(struct wq *q, struct uobj *src)
 }
 
 /* Unlink every item of a dead source, one at a time; with src (DEMOTE):
- * register src's file in the instance's kernel epoll in its place, through
- * the item's number if that is still one of src's (the kernel's key), else
- * through another (uobj_number_of), else through the private one: the
- * registration lives as long as the file (epoll(7)), and the program can
- * no longer name it by a number it closed anyway. */
+ * register src's file in the instance's kernel epoll in its place, under
+ * the item's number, the kernel's key (uobj_key_number: a number the
+ * program closed is the file's again for the ADD, if free; never another
+ * number of the file, whose DEL would then find it: F19): the
+ * registration lives as long as the file (epoll(7)). */
 static int port__take_source(struct wq *q, struct uobj *src)
 {
 	struct epoll_event ev;
@@ -557,9 +557,9 @@ static int port__take_source(struct wq *q, struct uobj *src)
 		}
 		lock_drop(&p->mtx);
 		if (it && src) {
-			fd = uobj_number_of(src, fd);
-			if (fd < 0)
-				fd = src->kfd;
+			bool tmp;
+
+			fd = uobj_key_number(src, fd, &tmp);
 			/* The ADD would report a ready fd as a new edge: made
 			 * without that report (UNPEND in unpend.c).  (Our own
 			 * bits go as port__ctl_kernel gives them.) */
@@ -569,6 +569,7 @@ static int port__take_source(struct wq *q, struct uobj *src)
 				r = krec_add_unpended(p, fd, &ev, src->kfd);
 			else
 				r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
+			uobj_key_done(fd, tmp);
 			if (r < 0 && !err)
 				err = r;
 		}
@@ -586,8 +587,8 @@ static int port__take_source(struct wq *q, struct uobj *src)
  *    record's registration gets the user's data and events back (krec.c);
  *    the doorbell leaves the kernel epoll.
  *  - Outside it: each item's source is registered in the kernel epoll,
- *    through the item's number (the kernel's key) if it is still one of
- *    the source's, with the item's mask (a disarmed one-shot keeps only the
+ *    under the item's number (the kernel's key: uobj_key_number), with
+ *    the item's mask (a disarmed one-shot keeps only the
  *    flags, as the kernel's) and data; a ueventfd's fd is made exact
  *    first (UEVENTFD_NOPOLL ends), so the ADD's poll sees its state.
  *  - DEMOTED; every number unpublished: uepoll's calls on them go to the
@@ -604,6 +605,7 @@ struct port__moved {
 	struct uobj *src;
 	int fd;
 	bool taken; /* edge-triggered, its edge taken (UNPEND) */
+	bool tmp;   /* fd: a copy of src's file (uobj_key_number) */
 	struct epoll_event ev;
 };
 
@@ -692,9 +694,8 @@ int port_demote(struct port *p)
 				uefd_kedge((struct uefd *)v[i].src);
 			uefd_watched_outside((struct uefd *)v[i].src);
 		}
-		fd = uobj_number_of(v[i].src, v[i].fd);
-		if (fd < 0)
-			fd = v[i].src->kfd;
+		fd = uobj_key_number(v[i].src, v[i].fd, &v[i].tmp);
+		v[i].fd = fd; /* its copy, if tmp, closed after the settle */
 		/* UNPEND: its probe before the ADD, which would report the
 		 * edge taken again (settled below). */
 		if (v[i].taken &&
@@ -720,6 +721,10 @@ int port_demote(struct port *p)
 		unpend_settle(p->obj.kfd, sus, nsus);
 		lock_drop(&p->mtx);
 	}
+	/* The copies stood for their numbers until the settle was done with
+	 * them (its MODs go through the registration's number). */
+	for (size_t i = 0; i < n; i++)
+		uobj_key_done(v[i].fd, v[i].tmp);
 	free(sus);
 	free(probes);
 	free(v);

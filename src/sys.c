@@ -33,6 +33,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -702,6 +703,16 @@ ssize_t sys_fdinfo(int fd, char **out)
 	buf[len] = 0;
 	*out = buf;
 	return (ssize_t)len;
+}
+
+int sys_fd_ino(int fd, uint64_t *ino)
+{
+	struct stat st;
+
+	if (sys__libc.syscall(SYS_fstat, fd, &st) < 0)
+		return -errno;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
 }
 
 bool sys_thread_stopped(uint32_t t)

@@ -126,6 +126,8 @@ int sys_eventfd_value(int fd, uint64_t *v);
 /* /proc/self/fdinfo/FD whole, in *out (malloc'd, NUL-terminated; the
  * caller frees it): its length, or -errno. */
 ssize_t sys_fdinfo(int fd, char **out);
+/* The inode number of the file fd holds: 0, or -errno (EBADF: not open). */
+int sys_fd_ino(int fd, uint64_t *ino);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

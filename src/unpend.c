@@ -108,6 +108,7 @@ struct unpend__reg {
 	int fd;
 	uint32_t events;
 	uint64_t data;
+	uint64_t ino;
 };
 
 /* "tfd: %d events: %x data: %llx ..." lines of an epoll's fdinfo.  The
@@ -138,6 +139,10 @@ static int unpend__regs(int epfd, struct unpend__reg **out)
 		if (!p)
 			break;
 		v[n].data = strtoull(p + 5, &end, 16);
+		p = strstr(end, "ino:");
+		if (!p)
+			break;
+		v[n].ino = strtoull(p + 4, &end, 16);
 		n++;
 	}
 	free(buf);
@@ -186,6 +191,25 @@ static bool unpend__edge(struct unpend *u)
 	return edge;
 }
 
+/* Can every registration the harvest might take from be queued again
+ * (unpend__requeue)?  A level-triggered one needs nothing; an
+ * edge-triggered or one-shot one needs its number to hold its file still
+ * (the kernel's key): one whose number the program closed, or gave to
+ * another file, could not be, and its edge would be lost.  Then there is no
+ * settle, and the ADD's report stands (one edge reported twice, never one
+ * lost).  Files of one inode (every eventfd, every epoll: anonymous inodes)
+ * cannot be told apart so. */
+static bool unpend__reachable(const struct unpend__reg *regs, int n)
+{
+	uint64_t ino;
+
+	for (int i = 0; i < n; i++)
+		if ((regs[i].events & (EPOLLET | EPOLLONESHOT)) &&
+		    (sys_fd_ino(regs[i].fd, &ino) < 0 || ino != regs[i].ino))
+			return false;
+	return true;
+}
+
 void unpend_settle(int epfd, struct unpend *v, size_t n)
 {
 	struct unpend__reg *regs = NULL;
@@ -193,6 +217,8 @@ void unpend_settle(int epfd, struct unpend *v, size_t n)
 	int nregs, got = 0, pfd;
 
 	nregs = unpend__regs(epfd, &regs);
+	if (nregs > 0 && !unpend__reachable(regs, nregs))
+		nregs = 0; /* no harvest: nothing dropped, nothing lost */
 	if (nregs > 0 && (evs = malloc((size_t)nregs * sizeof(*evs)))) {
 		/* Each registration is reported at most once by one call,
 		 * and there are nregs of them. */

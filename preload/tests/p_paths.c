@@ -42,6 +42,26 @@
  *             syscall(SYS_epoll_ctl), on an eventfd and a pipe's two ends:
  *             the kernel's answers and the kernel's revents (uepoll's own
  *             bits 1<<25 and 1<<26 are unknown bits to the program)
+ *   closereg  a registration made through a dup since closed (F19 in
+ *             docs/reliability.md): it lives on under the closed number,
+ *             so DEL through another number of the file is ENOENT, and
+ *             DEL through the closed number once it is the file's again
+ *             succeeds; without a fork, after one (parent, child), after
+ *             a child's exec, after a demotion (io_uring); a ueventfd and
+ *             an instance; level, EPOLLET, EPOLLONESHOT
+ *   ctlnest   an instance holding another, forked, the child execs (F20):
+ *             a later ADD into the inner one reaches the outer one's wait;
+ *             a taken EPOLLONESHOT of the inner one stays taken; after a
+ *             demotion of both (a vfork's exec), the inner one first, the
+ *             holder reports the program's data
+ *   closenest an instance closed while nested, its number then a pipe's
+ *             ADDed to the holder (F21): after a fork, a child's exec, a
+ *             vfork's exec (a demotion) and io_uring's the holder reports
+ *             the pipe, with its data, and nothing of the closed instance
+ *   kernhold  an instance whose ready ueventfd a spawn demoted (the
+ *             instance itself close-on-exec, kept), ADDed then to a kernel
+ *             epoll (an instance the spawn demoted): once the ueventfd is
+ *             read, neither reads ready (pfuzz's seed 1419)
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -988,6 +1008,267 @@ static void run_evbits(void)
 	close(ep);
 }
 
+/* The ways the cases below go on after their setup (how): 0 nothing, 1 a
+ * fork whose child exits, 2 a fork whose child execs /bin/true, 3 a fork
+ * whose child goes on (and the parent waits for it, silent), 4 a vfork
+ * whose child execs /bin/true (the parent demotes the objects an exec
+ * would keep, before the vfork: VFORK in wrap_exec.c), 5 an io_uring setup
+ * (the preload demotes every object and makes the process PLAIN: the
+ * objects made after it are the kernel's, so it comes last, and only its
+ * first case tests anything). */
+#define P_HOWS 6
+static const char *const how_name[P_HOWS] = {
+	"nofork", "fork", "forkexec", "child", "vforkexec", "iouring",
+};
+
+/* Set in the child of how 3, which ends the case with exit(). */
+static bool in_child;
+
+/* Returns true in the process that goes on. */
+static bool go_on(int how)
+{
+	struct io_uring_params prm;
+	pid_t pid;
+	int ring;
+
+	fflush(stdout);
+	switch (how) {
+	case 0:
+		return true;
+	case 5:
+		memset(&prm, 0, sizeof(prm));
+		ring = (int)syscall(SYS_io_uring_setup, 4, &prm);
+		if (ring >= 0)
+			close(ring);
+		return true;
+	case 4:
+		pid = vfork();
+		if (pid == 0) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		P_REQUIRE(wait_child(pid) == 0);
+		return true;
+	}
+	pid = fork();
+	if (pid == 0) {
+		if (how == 2)
+			execl("/bin/true", "true", (char *)NULL);
+		if (how == 3)
+			return in_child = true;
+		_exit(how == 2 ? 127 : 0);
+	}
+	P_REQUIRE(wait_child(pid) == 0);
+	return how != 3;
+}
+
+static void show_wait(const char *what, int ep)
+{
+	struct epoll_event o[4];
+	int n = epoll_wait(ep, o, 4, 0);
+
+	printf("%s: wait %d", what, n);
+	for (int i = 0; i < n; i++)
+		printf(" {%#x %llu}", o[i].events,
+		       (unsigned long long)o[i].data.u64);
+	printf("\n");
+}
+
+static void show_ctl(const char *what, int ep, int op, int fd, uint32_t events,
+		     uint64_t data)
+{
+	struct epoll_event ev = { .events = events, .data.u64 = data };
+	int r;
+
+	errno = 0;
+	r = epoll_ctl(ep, op, fd, &ev);
+	printf("%s: %d %s\n", what, r, r ? strerror(errno) : "");
+}
+
+/* F19: the registration's key is (file, number), and it lives while the
+ * file does. */
+static void closereg_one(int how, bool inst, uint32_t fl)
+{
+	int ep = epoll_create1(0);
+	int e = inst ? epoll_create1(0) : eventfd(1, 0);
+	int d = dup(e), x = eventfd(1, 0);
+
+	P_REQUIRE(ep >= 0 && e >= 0 && d >= 0 && x >= 0);
+	printf("closereg %s %s %#x\n", how_name[how], inst ? "ep" : "efd", fl);
+	if (inst) /* something in it: a ready instance */
+		P_REQUIRE(epoll_ctl(e, EPOLL_CTL_ADD, x,
+			&(struct epoll_event){ .events = EPOLLIN }) == 0);
+	show_ctl("add d", ep, EPOLL_CTL_ADD, d, EPOLLIN | fl, 5);
+	close(d);
+	if (go_on(how)) {
+		show_wait("wait", ep);
+		show_ctl("del e", ep, EPOLL_CTL_DEL, e, 0, 0);
+		show_ctl("mod e", ep, EPOLL_CTL_MOD, e, EPOLLIN, 6);
+		show_ctl("add e", ep, EPOLL_CTL_ADD, e, EPOLLIN, 6);
+		show_wait("both", ep);
+		/* The closed number is the file's again: the key's. */
+		P_REQUIRE(dup2(e, d) == d);
+		show_ctl("add d again", ep, EPOLL_CTL_ADD, d, EPOLLIN, 7);
+		show_ctl("del d", ep, EPOLL_CTL_DEL, d, 0, 0);
+		show_ctl("del e", ep, EPOLL_CTL_DEL, e, 0, 0);
+		show_wait("none", ep);
+		close(d);
+	}
+	close(x);
+	close(e);
+	close(ep);
+	if (in_child)
+		exit(p_end());
+}
+
+static void run_closereg(void)
+{
+	static const uint32_t fls[] = { 0, EPOLLET, EPOLLONESHOT };
+
+	for (int how = 0; how < P_HOWS; how++)
+		for (int inst = 0; inst < 2; inst++)
+			for (size_t f = 0; f < 3; f++)
+				closereg_one(how, inst, fls[f]);
+}
+
+/* F20: a forked child's exec leaves the epoll files it shares with the
+ * parent as the parent uses them. */
+static void ctlnest_one(int how, uint32_t fl, bool inner_first)
+{
+	int c0 = inner_first ? epoll_create1(0) : -1;
+	int b = epoll_create1(0), c = inner_first ? c0 : epoll_create1(0);
+	int x = eventfd(1, 0);
+	uint64_t v;
+
+	P_REQUIRE(b >= 0 && c >= 0 && x >= 0);
+	printf("ctlnest %s %#x%s\n", how_name[how], fl,
+	       inner_first ? " inner first" : "");
+	show_ctl("b add c", b, EPOLL_CTL_ADD, c, EPOLLIN | fl, 9);
+	if (fl) { /* the one-shot taken before */
+		show_ctl("c add x", c, EPOLL_CTL_ADD, x, EPOLLIN, 3);
+		show_wait("b", b);
+	}
+	if (go_on(how)) {
+		int y = eventfd(1, 0);
+
+		P_REQUIRE(y >= 0);
+		show_ctl("c add y", c, EPOLL_CTL_ADD, y, EPOLLIN, 4);
+		show_wait("b", b);
+		show_wait("b again", b);
+		show_wait("c", c);
+		P_REQUIRE(read(y, &v, 8) == 8);
+		if (fl)
+			P_REQUIRE(read(x, &v, 8) == 8);
+		show_wait("b drained", b);
+		P_REQUIRE(write(y, &v, 8) == 8);
+		show_wait("b written", b);
+		close(y);
+	}
+	close(x);
+	close(c);
+	close(b);
+	if (in_child)
+		exit(p_end());
+}
+
+static void run_ctlnest(void)
+{
+	/* inner first: the inner one has the lower number, so a demotion of
+	 * every object (PLAIN) demotes it before its holder. */
+	for (int how = 0; how < P_HOWS; how++)
+		for (int first = 0; first < 2; first++) {
+			ctlnest_one(how, 0, first);
+			ctlnest_one(how, EPOLLONESHOT, first);
+		}
+}
+
+/* F21: closing an instance's last number drops its registrations in the
+ * instances that hold it; one kept open through a dup keeps its
+ * registration under the closed number, which another file then has. */
+static void closenest_one(int how, bool keep)
+{
+	int b = epoll_create1(0), c = epoll_create1(0), x = eventfd(1, 0);
+	int p[2], cc = -1;
+
+	P_REQUIRE(b >= 0 && c >= 0 && x >= 0 && pipe(p) == 0);
+	printf("closenest %s%s\n", how_name[how], keep ? " kept" : "");
+	show_ctl("b add c", b, EPOLL_CTL_ADD, c, EPOLLIN, 9);
+	show_ctl("c add x", c, EPOLL_CTL_ADD, x, EPOLLIN, 3);
+	if (keep)
+		P_REQUIRE((cc = dup(c)) >= 0);
+	close(c);
+	P_REQUIRE(dup2(p[1], c) == c);
+	show_ctl("b add pipe", b, EPOLL_CTL_ADD, c, EPOLLIN | EPOLLOUT, 4);
+	if (go_on(how)) {
+		/* Both ends' readiness: the reader's end too (ERR). */
+		show_wait("b", b);
+		close(p[0]);
+		p[0] = -1;
+		show_wait("b, read end closed", b);
+		if (cc >= 0)
+			show_ctl("b mod pipe", b, EPOLL_CTL_MOD, c, EPOLLOUT, 8);
+		show_wait("b after", b);
+	}
+	if (cc >= 0)
+		close(cc);
+	if (p[0] >= 0)
+		close(p[0]);
+	close(p[1]);
+	close(c);
+	close(x);
+	close(b);
+	if (in_child)
+		exit(p_end());
+}
+
+static void run_closenest(void)
+{
+	/* Not kept with a demotion (vforkexec): the instance's registration
+	 * under a number the pipe now holds cannot be named to give it the
+	 * program's data back (design.md, DEMOTE: what cannot be carried). */
+	for (int how = 0; how < P_HOWS; how++) {
+		closenest_one(how, false);
+		if (how != 4)
+			closenest_one(how, true);
+	}
+}
+
+static void run_kernhold(void)
+{
+	int e = eventfd(5, EFD_NONBLOCK), in = epoll_create1(EPOLL_CLOEXEC);
+	int k = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	char *av[] = { "true", NULL };
+	struct pollfd pf = { .events = POLLIN };
+	uint64_t v;
+	pid_t pid;
+
+	P_REQUIRE(e >= 0 && in >= 0 && k >= 0);
+	P_REQUIRE(epoll_ctl(in, EPOLL_CTL_ADD, e, &ev) == 0);
+	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, av, environ) == 0);
+	printf("kernhold: child %d\n", wait_child(pid));
+	for (int et = 0; et < 2; et++) {
+		ev.events = EPOLLIN | (et ? EPOLLET : 0);
+		show_ctl("kernhold: add", k, et ? EPOLL_CTL_MOD : EPOLL_CTL_ADD,
+			 in, ev.events, 2);
+		pf.fd = k;
+		SHOW("kernhold: poll the kernel epoll", poll(&pf, 1, 0),
+		     pf.revents);
+		if (!et)
+			P_REQUIRE(read(e, &v, 8) == 8);
+		else
+			P_REQUIRE(write(e, &v, 8) == 8 && read(e, &v, 8) == 8);
+		SHOW("kernhold: poll it, read", poll(&pf, 1, 0), pf.revents);
+		show_wait("kernhold: its wait", k);
+		pf.fd = in;
+		SHOW("kernhold: poll the instance", poll(&pf, 1, 0),
+		     pf.revents);
+	}
+	close(k);
+	close(in);
+	close(e);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1004,6 +1285,8 @@ int main(int argc, char **argv)
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
 		{ "etfork", run_etfork },
 		{ "evbits", run_evbits },
+		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
+		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
 	};
 
 	self = argv[0];
