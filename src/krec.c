@@ -368,26 +368,26 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 }
 
 int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
-		      int srcfd)
+		      int probe)
 {
 	struct krec *n, *m;
-	int r, probe;
+	int r;
 
 	lock_take(&p->mtx);
 	if (port_demoting(p)) {
 		lock_drop(&p->mtx);
+		fdzone_close(probe);
 		return -ESTALE;
 	}
 	n = krec__find(p, NULL, fd);
 	m = krec__new(p);
 	if (!m) {
 		lock_drop(&p->mtx);
+		fdzone_close(probe);
 		return -ENOMEM;
 	}
 	/* Before the kernel call (DATA): a harvest that gets the ADD's
-	 * report finds it.  Without a probe, the ADD may report the edge
-	 * once more (as before UNPEND). */
-	probe = unpend_probe(srcfd, ev->events);
+	 * report finds it. */
 	atomic_store_explicit(&m->probe, probe, memory_order_relaxed);
 	r = krec__fd_set(p, m, n, EPOLL_CTL_ADD, fd, ev);
 	if (r == 0 && probe >= 0) {

@@ -69,11 +69,13 @@ int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev);
 /* ctl of a kernel fd when records are involved (EPOLLROUNDROBIN or
  * EPOLLURGENT asked, or the instance has fd records); the kernel answers. */
 int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);
-/* DEMOTE, SHARED (port.c): register srcfd's file in p through fd for an
+/* DEMOTE, SHARED (port.c): register a file in p through fd for an
  * edge-triggered item whose edge the program has taken, without the ADD's
- * report (UNPEND in unpend.c); a record holds it.  0 or -errno. */
+ * report (UNPEND in unpend.c); a record holds it, and probe, the file's
+ * probe made before the item left its instance (taken: closed when
+ * decided).  0 or -errno. */
 int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
-		      int srcfd);
+		      int probe);
 /* A harvest got the report of record n: drop it?  (UNPEND: the ADD's
  * report of an edge already taken.) */
 bool krec_unpend_drop(struct krec *n);

@@ -519,7 +519,8 @@ static int port__take_source(struct wq *q, struct uobj *src)
 	struct epoll_event ev;
 	struct item *it;
 	struct port *p;
-	int r, fd = -1, err = 0;
+	int r, fd = -1, err = 0, probe;
+	uint32_t ev0;
 	bool taken = false;
 
 	for (;;) {
@@ -535,7 +536,13 @@ static int port__take_source(struct wq *q, struct uobj *src)
 			sys_yield();
 			continue;
 		}
+		ev0 = atomic_load_explicit(&it->events, memory_order_relaxed);
 		lock_drop(&q->lock);
+		/* UNPEND: an edge-triggered item's probe before it leaves the
+		 * ready queue's sight: an edge from here on is the probe's or
+		 * the item's (queued: then not taken). */
+		probe = src && (ev0 & EPOLLET) ? unpend_probe(src->kfd, ev0)
+					       : -1;
 
 		lock_take(&p->mtx);
 		lock_take(&q->lock);
@@ -563,16 +570,23 @@ static int port__take_source(struct wq *q, struct uobj *src)
 			/* The ADD would report a ready fd as a new edge: made
 			 * without that report (UNPEND in unpend.c).  (Our own
 			 * bits go as port__ctl_kernel gives them.) */
-			if (taken && !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
+			if (taken && probe >= 0 && ev.events == ev0 &&
+			    !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
 			    (sys_poll_now(src->kfd, (short)(ev.events & 0xffff)) &
-			     (short)(ev.events & 0xffff)))
-				r = krec_add_unpended(p, fd, &ev, src->kfd);
-			else
+			     (short)(ev.events & 0xffff))) {
+				r = krec_add_unpended(p, fd, &ev, probe);
+			} else {
+				if (probe >= 0)
+					fdzone_close(probe);
 				r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
+			}
+			probe = -1;
 			uobj_key_done(fd, tmp);
 			if (r < 0 && !err)
 				err = r;
 		}
+		if (probe >= 0)
+			fdzone_close(probe);
 		uobj_put(&p->obj);
 	}
 }
@@ -606,6 +620,9 @@ struct port__moved {
 	int fd;
 	bool taken; /* edge-triggered, its edge taken (UNPEND) */
 	bool tmp;   /* fd: a copy of src's file (uobj_key_number) */
+	bool moved; /* its item was still the instance's when taken */
+	struct item *it; /* identity only, from the first pass */
+	int probe;	 /* UNPEND: made before the item left the queue */
 	struct epoll_event ev;
 };
 
@@ -657,7 +674,42 @@ int port_demote(struct port *p)
 		sys_futex_wake_all(&p->demote);
 		return -ENOMEM;
 	}
+	/* First what each item is, with a reference to its source (one at
+	 * no reference is being released: its last number is closed, and its
+	 * registrations go with it). */
+	list_for_each(l, &p->items) {
+		it = container_of(l, struct item, portlink);
+		if (!uobj_tryget(it->src))
+			continue;
+		v[n] = (struct port__moved){
+			.src = it->src,
+			.fd = it->fd,
+			.it = it,
+			.probe = -1,
+			.ev.events = atomic_load_explicit(&it->events,
+							  memory_order_relaxed) &
+				     ~(EPOLLROUNDROBIN | EPOLLURGENT),
+			.ev.data.u64 = it->data,
+		};
+		n++;
+	}
+	/* UNPEND: an edge-triggered item's probe before it leaves the ready
+	 * queue's sight, its source's fd exact and making an edge of every
+	 * write (kedge) from then on: an edge after it is the probe's or the
+	 * item's (then queued: not taken).  Outside mtx (a sync takes the
+	 * source's locks); ctl waits meanwhile (DEMOTING), and a source's
+	 * close may take its item (then not moved). */
+	lock_drop(&p->mtx);
+	for (size_t i = 0; i < n; i++) {
+		if (!(v[i].ev.events & EPOLLET))
+			continue;
+		uefd_kedge((struct uefd *)v[i].src);
+		uefd_watched_outside((struct uefd *)v[i].src);
+		v[i].probe = unpend_probe(v[i].src->kfd, v[i].ev.events);
+	}
+	lock_take(&p->mtx);
 	while (!list_empty(&p->items)) {
+		struct port__moved *m = NULL;
 		struct wq *q;
 
 		it = container_of(p->items.next, struct item, portlink);
@@ -665,19 +717,13 @@ int port_demote(struct port *p)
 		lock_take(&q->lock);
 		wq_unlink(q, it);
 		lock_drop(&q->lock);
-		/* A source at no reference is being released: its last number
-		 * is closed, and its registrations go with it. */
-		if (uobj_tryget(it->src)) {
-			v[n].src = it->src;
-			v[n].fd = it->fd;
-			v[n].ev.events =
-				atomic_load_explicit(&it->events,
-						     memory_order_relaxed) &
-				~(EPOLLROUNDROBIN | EPOLLURGENT);
-			v[n].ev.data.u64 = it->data;
-			v[n].taken = !port__free_item(p, it) &&
-				     (v[n].ev.events & EPOLLET);
-			n++;
+		for (size_t i = 0; i < n && !m; i++)
+			if (v[i].it == it && !v[i].moved)
+				m = &v[i];
+		if (m) {
+			m->moved = true;
+			m->taken = !port__free_item(p, it) &&
+				   (m->ev.events & EPOLLET);
 		} else {
 			port__free_item(p, it);
 		}
@@ -689,6 +735,12 @@ int port_demote(struct port *p)
 	for (size_t i = 0; i < n; i++) {
 		int fd;
 
+		if (!v[i].moved) {
+			if (v[i].probe >= 0)
+				fdzone_close(v[i].probe);
+			uobj_put(v[i].src);
+			continue;
+		}
 		if (v[i].src->type == UOBJ_EVENTFD) {
 			if (v[i].ev.events & EPOLLET)
 				uefd_kedge((struct uefd *)v[i].src);
@@ -698,18 +750,19 @@ int port_demote(struct port *p)
 		v[i].fd = fd; /* its copy, if tmp, closed after the settle */
 		/* UNPEND: its probe before the ADD, which would report the
 		 * edge taken again (settled below). */
-		if (v[i].taken &&
+		if (v[i].taken && v[i].probe >= 0 &&
 		    (sys_poll_now(v[i].src->kfd, (short)(v[i].ev.events & 0xffff)) &
 		     (short)(v[i].ev.events & 0xffff))) {
-			atomic_store_explicit(&probes[nsus],
-					      unpend_probe(v[i].src->kfd,
-							   v[i].ev.events),
+			atomic_store_explicit(&probes[nsus], v[i].probe,
 					      memory_order_relaxed);
+			v[i].probe = -1;
 			sus[nsus] = (struct unpend){ .fd = fd,
 						     .data = v[i].ev.data.u64,
 						     .probe = &probes[nsus] };
 			nsus++;
 		}
+		if (v[i].probe >= 0)
+			fdzone_close(v[i].probe);
 		e = krec_kctl(p, EPOLL_CTL_ADD, fd, &v[i].ev);
 		if (e < 0 && !r)
 			r = e;
@@ -724,7 +777,8 @@ int port_demote(struct port *p)
 	/* The copies stood for their numbers until the settle was done with
 	 * them (its MODs go through the registration's number). */
 	for (size_t i = 0; i < n; i++)
-		uobj_key_done(v[i].fd, v[i].tmp);
+		if (v[i].moved)
+			uobj_key_done(v[i].fd, v[i].tmp);
 	free(sus);
 	free(probes);
 	free(v);
