@@ -171,6 +171,10 @@ static struct krec *krec__new(struct port *p)
  * and the record may be reused. */
 static void krec__free(struct krec *n)
 {
+	int probe = atomic_exchange(&n->probe, -1);
+
+	if (probe >= 0) /* UNPEND: never reported since its settle */
+		fdzone_close(probe);
 	krec__retag(n);
 	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
 	atomic_store_explicit(&n->urgent, false, memory_order_relaxed);
@@ -393,7 +397,8 @@ int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
 	if (r == 0 && probe >= 0) {
 		struct unpend u = { .fd = fd,
 				    .data = krec__data(m),
-				    .probe = &m->probe };
+				    .probe = &m->probe,
+				    .held = true };
 
 		unpend_settle(p->obj.kfd, &u, 1);
 	} else if ((probe = atomic_exchange(&m->probe, -1)) >= 0) {
@@ -959,6 +964,8 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
  * each record either still counted or gone). */
 void krec_release(struct port *p)
 {
+	int probe;
+
 	for (;;) {
 		struct port *in;
 		struct krec *n;
@@ -979,6 +986,9 @@ void krec_release(struct port *p)
 		 * release takes its own mtx (no path holds two). */
 		if (in)
 			uobj_put(&in->obj);
+		/* UNPEND: a probe never reported since its settle. */
+		if ((probe = atomic_exchange(&n->probe, -1)) >= 0)
+			fdzone_close(probe);
 		/* A release may run in a signal handler (SIGNALS in obj.c). */
 		obj_free_later(n);
 	}

@@ -39,9 +39,12 @@
  *     have reported it only then (it polls every queued entry first).
  *  A wait of the instance asleep in the epoll may take the ADD's report
  *  before step 3: it finds the record's probe (krec_unpend_drop) and
- *  decides the same way; whoever takes the probe (an exchange) decides.
- *  The probe is closed when decided, so it is never inherited by a fork
- *  (the fork's prepare shares ueventfds, and settles, before the fork).
+ *  decides the same way; whoever takes the probe (an exchange) decides,
+ *  and closes it.  A settle that did not find the report leaves the probe
+ *  to the record (the wait that took it has yet to look), which closes it
+ *  at its next report or its end; so a record's probe may be inherited by
+ *  a fork, and both processes then decide alike: the probe's look is a
+ *  poll(2), which takes nothing.  models/unpend.pml checks the protocol.
  *
  * Races, and what they cost.  An edge between the probe's harvest and the
  * ADD queues both: reported, as the kernel would (the registration stood
@@ -238,9 +241,13 @@ void unpend_settle(int epfd, struct unpend *v, size_t n)
 			if (!u || unpend__edge(u))
 				unpend__requeue(epfd, &regs[j]);
 		}
-	/* Not reported (not ready, or a wait decided it first). */
+	/* Not found: not queued, or a wait took the report first and has yet
+	 * to take the probe (models/unpend.pml: closed here, the wait would
+	 * deliver the ADD's report).  A record's probe stays with it for its
+	 * next report, or its end (krec__free); any other is closed. */
 	for (size_t i = 0; i < n; i++)
-		if (v[i].probe && (pfd = atomic_exchange(v[i].probe, -1)) >= 0)
+		if (v[i].probe && !v[i].held &&
+		    (pfd = atomic_exchange(v[i].probe, -1)) >= 0)
 			fdzone_close(pfd);
 	free(evs);
 	free(regs);

@@ -28,6 +28,7 @@ struct unpend {
 	int fd;
 	uint64_t data;
 	_Atomic int *probe;
+	bool held; /* a record's: left to it if its report is not found */
 	bool seen;
 };
 /* Harvest epfd once: a report of a registration of v whose probe saw no

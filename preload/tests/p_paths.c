@@ -36,7 +36,10 @@
  *             the parent's instance keeps working
  *   etfork    an EPOLLET event a wait took does not come back after a fork
  *             (in parent or child), posix_spawn, system() or popen() with
- *             the eventfd inherited; the next write is an edge again
+ *             the eventfd inherited; the next write is an edge again; an
+ *             edge not taken yet (a pipe's, a write's after a fork) is
+ *             still reported; so is a registration made through a dup the
+ *             program closed
  *   evbits    every event bit 0..31 with EPOLLIN, alone and with
  *             EPOLLEXCLUSIVE, on ADD and MOD, through epoll_ctl and
  *             syscall(SYS_epoll_ctl), on an eventfd and a pipe's two ends:
@@ -906,6 +909,63 @@ static void run_etfork(void)
 			close(e);
 			close(ep);
 		}
+	/* The same instance also holds a pipe, edge-triggered, its edge not
+	 * taken (the settle's harvest takes it and must give it back), and
+	 * a registration made through a dup since closed (edge-triggered:
+	 * its number cannot give it back, so there is no harvest, and the
+	 * wait that gets the ADD's report looks at the probe instead); after
+	 * a fork, a write, then a spawn that demotes the instance: the
+	 * write's edge survives. */
+	for (int how = 0; how < 4; how++) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLET },
+				   out[8];
+		int ep = epoll_create1(how ? 0 : EPOLL_CLOEXEC);
+		int e = eventfd(5, EFD_NONBLOCK), p[2], q[2], d;
+		uint64_t v = 1;
+		pid_t pid;
+
+		printf("etfork: others, how %d\n", how);
+		P_REQUIRE(ep >= 0 && e >= 0 && pipe(p) == 0 && pipe(q) == 0);
+		ev.data.u64 = 5;
+		P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+		SHOW("etfork: took", epoll_wait(ep, out, 8, 0), out[0].data.u64);
+		P_REQUIRE(write(p[1], "x", 1) == 1);
+		ev.data.u64 = 6;
+		P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, p[0], &ev) == 0);
+		if (how % 3 == 0) {
+			P_REQUIRE((d = dup(q[0])) >= 0);
+			ev.data.u64 = 7;
+			P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, d, &ev) == 0);
+			P_REQUIRE(write(q[1], "y", 1) == 1);
+			SHOW("etfork: took q", epoll_wait(ep, out, 8, 0),
+			     out[0].data.u64);
+			close(d);
+		}
+		fflush(stdout);
+		pid = fork();
+		P_REQUIRE(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+		printf("etfork: child %d\n", wait_child(pid));
+		if (how) {
+			P_REQUIRE(write(e, &v, 8) == 8);
+			etfork_leave(how);
+		}
+		for (int k = 0; k < 2; k++) {
+			int n = epoll_wait(ep, out, 8, 0);
+			uint64_t sum = 0;
+
+			for (int i = 0; i < n; i++)
+				sum = sum * 16 + out[i].data.u64;
+			SHOW("etfork: after", n, sum);
+		}
+		close(p[0]);
+		close(p[1]);
+		close(q[0]);
+		close(q[1]);
+		close(e);
+		close(ep);
+	}
 }
 
 /* evbits: the kernel's answer to every bit of the mask (F11).  The kernel
