@@ -81,6 +81,7 @@
  * waits look at the kernel; one that makes it silent uncounts it after.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 
 #include "uepoll.h"
@@ -161,6 +162,7 @@ static struct krec *krec__new(struct port *p)
 	atomic_init(&n->inner, NULL);
 	atomic_init(&n->fd, -1);
 	atomic_init(&n->probe, -1);
+	atomic_init(&n->keyfd, -1);
 	n->next = atomic_load_explicit(&p->krecs, memory_order_relaxed);
 	/* release: pairs with the harvest's acquire walk */
 	atomic_store_explicit(&p->krecs, n, memory_order_release);
@@ -174,6 +176,8 @@ static void krec__free(struct krec *n)
 	int probe = atomic_exchange(&n->probe, -1);
 
 	if (probe >= 0) /* UNPEND: never reported since its settle */
+		fdzone_close(probe);
+	if ((probe = atomic_exchange(&n->keyfd, -1)) >= 0)
 		fdzone_close(probe);
 	krec__retag(n);
 	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
@@ -372,10 +376,10 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 }
 
 int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
-		      int probe)
+		      int probe, int srcfd)
 {
 	struct krec *n, *m;
-	int r;
+	int r, key;
 
 	lock_take(&p->mtx);
 	if (port_demoting(p)) {
@@ -383,16 +387,29 @@ int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
 		fdzone_close(probe);
 		return -ESTALE;
 	}
+	/* Without the copy, a demotion that finds fd closed could not give
+	 * the registration the program's data back (it is ours, not the
+	 * program's, unlike a plain one).  Registered under the source's
+	 * private number (the program's is another file's now:
+	 * uobj_key_number), it is registered under the copy's instead, which
+	 * lives as long as the record: the private one may be closed before
+	 * (a demotion of the source) and taken again by the library. */
+	key = fdzone_dup(srcfd);
+	if (fd == srcfd && key >= 0)
+		fd = key;
 	n = krec__find(p, NULL, fd);
 	m = krec__new(p);
 	if (!m) {
 		lock_drop(&p->mtx);
 		fdzone_close(probe);
+		if (key >= 0)
+			fdzone_close(key);
 		return -ENOMEM;
 	}
 	/* Before the kernel call (DATA): a harvest that gets the ADD's
 	 * report finds it. */
 	atomic_store_explicit(&m->probe, probe, memory_order_relaxed);
+	atomic_store_explicit(&m->keyfd, key, memory_order_relaxed);
 	r = krec__fd_set(p, m, n, EPOLL_CTL_ADD, fd, ev);
 	if (r == 0 && probe >= 0) {
 		struct unpend u = { .fd = fd,
@@ -830,19 +847,24 @@ static size_t krec__demote_unpend(struct port *p, struct unpend *v,
 {
 	size_t n = 0, k = 0;
 	uint32_t kreg;
-	int fd;
+	int fd, file;
 
 	for (struct krec *r = atomic_load_explicit(&p->krecs,
 						   memory_order_acquire);
 	     r; r = r->next) {
 		fd = atomic_load_explicit(&r->fd, memory_order_relaxed);
+		/* The file: through the record's copy if it has one (the
+		 * program may have closed fd). */
+		file = atomic_load_explicit(&r->keyfd, memory_order_relaxed);
+		if (file < 0)
+			file = fd;
 		kreg = atomic_load_explicit(&r->kreg, memory_order_relaxed);
 		if (fd < 0 || !(kreg & EPOLLET) ||
 		    atomic_load_explicit(&r->disarmed, memory_order_relaxed) ||
-		    !(sys_poll_now(fd, (short)(kreg & 0xffff)) &
+		    !(sys_poll_now(file, (short)(kreg & 0xffff)) &
 		      (short)(kreg & 0xffff)))
 			continue;
-		atomic_store_explicit(&probes[n], unpend_probe(fd, kreg),
+		atomic_store_explicit(&probes[n], unpend_probe(file, kreg),
 				      memory_order_relaxed);
 		v[n] = (struct unpend){ .fd = fd, .data = krec__data(r),
 					.probe = NULL };
@@ -909,14 +931,36 @@ static int krec__nest_number(struct krec *n, int fd, bool *tmp)
 	return uobj_key_number(&in->obj, fd, tmp);
 }
 
-size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
+/* UNPEND: the number through which record n's registration (made through
+ * fd) is reached now.  fd if it still holds the registered file (kcmp);
+ * else, if n keeps a copy of the file and fd is free, the copy placed at fd
+ * for the caller's ctl (*tmp: closed after it); else fd (the ctl then finds
+ * nothing: the registration keeps the record's data). */
+static int krec__reach(struct port *p, struct krec *n, int fd, bool *tmp)
+{
+	int key = atomic_load_explicit(&n->keyfd, memory_order_relaxed), x;
+
+	if (key < 0 || *tmp || sys_epoll_target_is(p->obj.kfd, fd) != 0)
+		return fd;
+	x = sys_fcntl(key, F_DUPFD_CLOEXEC, (void *)(intptr_t)fd);
+	if (x == fd) {
+		*tmp = true;
+		return fd;
+	}
+	if (x >= 0)
+		(void)sys_close(x);
+	return fd;
+}
+
+size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
+		   int *tmps)
 {
 	struct epoll_event ev;
 	struct krec *n;
 	uint32_t kreg;
-	size_t k = krec__demote_unpend(p, v, probes);
+	size_t k = krec__demote_unpend(p, v, probes), t = 0;
 	bool tmp;
-	int fd;
+	int fd, key;
 
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next) {
@@ -929,6 +973,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 			krec__free(n); /* still watched, if it was: krec.h */
 			continue;
 		}
+		fd = krec__reach(p, n, fd, &tmp);
 		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
 		ev.events = atomic_load_explicit(&n->disarmed,
 						 memory_order_relaxed)
@@ -946,7 +991,14 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 		} else {
 			(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &ev);
 		}
-		uobj_key_done(fd, tmp);
+		/* A copy placed at fd: closed by the caller after its settle,
+		 * which may give the registration back through fd. */
+		if (tmp)
+			tmps[t++] = fd;
+		/* So is the record's copy of its file: the registration may be
+		 * under its number. */
+		if ((key = atomic_exchange(&n->keyfd, -1)) >= 0)
+			tmps[t++] = key;
 		/* Events the kernel gave with the record's data before this
 		 * are dropped as stale by the harvest that has them: the
 		 * kernel queued the registration again if it was ready. */
@@ -955,6 +1007,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes)
 		else
 			krec__fd_drop(p, n);
 	}
+	tmps[t] = -1;
 	return k;
 }
 
@@ -988,6 +1041,8 @@ void krec_release(struct port *p)
 			uobj_put(&in->obj);
 		/* UNPEND: a probe never reported since its settle. */
 		if ((probe = atomic_exchange(&n->probe, -1)) >= 0)
+			fdzone_close(probe);
+		if ((probe = atomic_exchange(&n->keyfd, -1)) >= 0)
 			fdzone_close(probe);
 		/* A release may run in a signal handler (SIGNALS in obj.c). */
 		obj_free_later(n);

@@ -500,8 +500,9 @@ void port_drop_source(struct wq *q)
  * mask (a disarmed EPOLLONESHOT one keeps only the flags, as the kernel's
  * does) and data.  The item goes first, then the kernel ADD polls the fd,
  * whose class is the counter's (MIRROR): a readiness of the moment between
- * the two is reported by the ADD.  An edge-triggered registration whose
- * event was already reported may report it once more.
+ * the two is reported by the ADD.  An edge-triggered item whose event was
+ * already reported is registered without the ADD's report (UNPEND in
+ * unpend.c: its probe made before it leaves the instance).
  */
 int port_demote_source(struct wq *q, struct uobj *src)
 {
@@ -574,7 +575,8 @@ static int port__take_source(struct wq *q, struct uobj *src)
 			    !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
 			    (sys_poll_now(src->kfd, (short)(ev.events & 0xffff)) &
 			     (short)(ev.events & 0xffff))) {
-				r = krec_add_unpended(p, fd, &ev, probe);
+				r = krec_add_unpended(p, fd, &ev, probe,
+						      src->kfd);
 			} else {
 				if (probe >= 0)
 					fdzone_close(probe);
@@ -610,10 +612,12 @@ static int port__take_source(struct wq *q, struct uobj *src)
  * A wait in flight meanwhile goes on as a uepoll wait that finds nothing
  * in userspace: it looks at the kernel epoll (nkernel is raised first) and
  * sleeps there, where every registration is, or will be after its ADD,
- * which wakes it.  What cannot be carried: an edge-triggered registration
- * whose event was reported already may report it once more (the ADD polls
- * it), a one-shot one that fires during the demotion may fire once more,
- * and the batching policy, FIFO wakeups and round robin end.
+ * which wakes it.  An edge-triggered registration whose event was
+ * reported already is not reported again (UNPEND in unpend.c: probes made
+ * before the items leave and before the records' MODs, one settle after)
+ * unless such a wait takes the report first.  What cannot be carried: that
+ * wait's report, a one-shot one that fires during the demotion may fire
+ * once more, and the batching policy, FIFO wakeups and round robin end.
  */
 struct port__moved {
 	struct uobj *src;
@@ -645,6 +649,7 @@ int port_demote(struct port *p)
 	struct port__moved *v = NULL;
 	struct unpend *sus = NULL;
 	_Atomic int *probes = NULL;
+	int *tmps = NULL;
 	struct list *l;
 	struct item *it;
 	size_t n = 0, cap = 0, nsus = 0, scap;
@@ -663,9 +668,11 @@ int port_demote(struct port *p)
 	/* UNPEND: room for a record or an item each. */
 	scap = cap + krec_count(p);
 	if ((cap && !(v = malloc(cap * sizeof(*v)))) ||
+	    !(tmps = malloc((2 * (scap - cap) + 1) * sizeof(*tmps))) ||
 	    (scap && (!(sus = malloc(scap * sizeof(*sus))) ||
 		      !(probes = malloc(scap * sizeof(*probes)))))) {
 		free(v);
+		free(tmps);
 		free(sus);
 		free(probes);
 		lock_drop(&p->mtx);
@@ -728,7 +735,7 @@ int port_demote(struct port *p)
 			port__free_item(p, it);
 		}
 	}
-	nsus = krec_demote(p, sus, probes);
+	nsus = krec_demote(p, sus, probes, tmps);
 	(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, bell_fd(&p->bell),
 			    NULL);
 	lock_drop(&p->mtx);
@@ -779,6 +786,9 @@ int port_demote(struct port *p)
 	for (size_t i = 0; i < n; i++)
 		if (v[i].moved)
 			uobj_key_done(v[i].fd, v[i].tmp);
+	for (size_t i = 0; tmps[i] >= 0; i++)
+		fdzone_close(tmps[i]);
+	free(tmps);
 	free(sus);
 	free(probes);
 	free(v);

@@ -33,7 +33,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -406,6 +405,24 @@ int sys_same_file(int a, int b)
 	return r == 0;
 }
 
+int sys_epoll_target_is(int epfd, int tfd)
+{
+	long pid = atomic_load_explicit(&sys__pid, memory_order_relaxed), r;
+	struct kcmp_epoll_slot slot = { .efd = (uint32_t)epfd,
+					.tfd = (uint32_t)tfd,
+					.toff = 0 };
+
+	if (!pid) {
+		pid = sys__libc.syscall(SYS_getpid);
+		atomic_store_explicit(&sys__pid, pid, memory_order_relaxed);
+	}
+	r = sys__libc.syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd,
+			      (unsigned long)&slot);
+	if (r < 0)
+		return errno == EBADF || errno == ENOENT ? 0 : -errno;
+	return r == 0;
+}
+
 /* preadv2(2) with RWF_NOWAIT: the kernel's eventfd read that never sleeps,
  * whatever the file's O_NONBLOCK (which the public number shares). */
 int sys_eventfd_take(int fd, uint64_t *v)
@@ -703,16 +720,6 @@ ssize_t sys_fdinfo(int fd, char **out)
 	buf[len] = 0;
 	*out = buf;
 	return (ssize_t)len;
-}
-
-int sys_fd_ino(int fd, uint64_t *ino)
-{
-	struct stat st;
-
-	if (sys__libc.syscall(SYS_fstat, fd, &st) < 0)
-		return -errno;
-	*ino = (uint64_t)st.st_ino;
-	return 0;
 }
 
 bool sys_thread_stopped(uint32_t t)

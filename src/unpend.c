@@ -111,7 +111,6 @@ struct unpend__reg {
 	int fd;
 	uint32_t events;
 	uint64_t data;
-	uint64_t ino;
 };
 
 /* "tfd: %d events: %x data: %llx ..." lines of an epoll's fdinfo.  The
@@ -142,10 +141,6 @@ static int unpend__regs(int epfd, struct unpend__reg **out)
 		if (!p)
 			break;
 		v[n].data = strtoull(p + 5, &end, 16);
-		p = strstr(end, "ino:");
-		if (!p)
-			break;
-		v[n].ino = strtoull(p + 4, &end, 16);
 		n++;
 	}
 	free(buf);
@@ -197,19 +192,24 @@ static bool unpend__edge(struct unpend *u)
 /* Can every registration the harvest might take from be queued again
  * (unpend__requeue)?  A level-triggered one needs nothing; an
  * edge-triggered or one-shot one needs its number to hold its file still
- * (the kernel's key): one whose number the program closed, or gave to
- * another file, could not be, and its edge would be lost.  Then there is no
- * settle, and the ADD's report stands (one edge reported twice, never one
- * lost).  Files of one inode (every eventfd, every epoll: anonymous inodes)
- * cannot be told apart so. */
-static bool unpend__reachable(const struct unpend__reg *regs, int n)
+ * (the kernel's key; kcmp(2) compares the two files): one whose number the
+ * program closed, or gave to another file, could not be, and its edge
+ * would be lost.  Then there is no harvest, and the report is left to the
+ * wait's look at the probe (or stands: one edge reported twice, never one
+ * lost).  So too where kcmp cannot tell, and for a number under which the
+ * epoll holds more than one file (the first is all kcmp names). */
+static bool unpend__reachable(int epfd, const struct unpend__reg *regs,
+			      int n)
 {
-	uint64_t ino;
-
-	for (int i = 0; i < n; i++)
-		if ((regs[i].events & (EPOLLET | EPOLLONESHOT)) &&
-		    (sys_fd_ino(regs[i].fd, &ino) < 0 || ino != regs[i].ino))
+	for (int i = 0; i < n; i++) {
+		if (!(regs[i].events & (EPOLLET | EPOLLONESHOT)))
+			continue;
+		if (sys_epoll_target_is(epfd, regs[i].fd) != 1)
 			return false;
+		for (int j = 0; j < n; j++)
+			if (j != i && regs[j].fd == regs[i].fd)
+				return false;
+	}
 	return true;
 }
 
@@ -220,7 +220,7 @@ void unpend_settle(int epfd, struct unpend *v, size_t n)
 	int nregs, got = 0, pfd;
 
 	nregs = unpend__regs(epfd, &regs);
-	if (nregs > 0 && !unpend__reachable(regs, nregs))
+	if (nregs > 0 && !unpend__reachable(epfd, regs, nregs))
 		nregs = 0; /* no harvest: nothing dropped, nothing lost */
 	if (nregs > 0 && (evs = malloc((size_t)nregs * sizeof(*evs)))) {
 		/* Each registration is reported at most once by one call,
