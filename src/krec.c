@@ -959,8 +959,9 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 	struct krec *n;
 	uint32_t kreg;
 	size_t k = krec__demote_unpend(p, v, probes), t = 0;
-	bool tmp;
-	int fd, key;
+	struct unpend_reg *regs = NULL;
+	int fd, key, nregs = unpend_regs(p->obj.kfd, &regs);
+	bool tmp, off;
 
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next) {
@@ -975,10 +976,15 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		}
 		fd = krec__reach(p, n, fd, &tmp);
 		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
-		ev.events = atomic_load_explicit(&n->disarmed,
-						 memory_order_relaxed)
-				    ? kreg & UEP_PRIVATE_BITS
-				    : kreg;
+		off = atomic_load_explicit(&n->disarmed, memory_order_relaxed);
+		/* A one-shot one another process's wait fired (the epoll is
+		 * shared since a fork): its harvest's disarmed is that
+		 * process's; the kernel's events say. */
+		for (int i = 0; !off && (kreg & EPOLLONESHOT) && i < nregs; i++)
+			if (regs[i].data == krec__data(n) &&
+			    !(regs[i].events & ~UEP_PRIVATE_BITS))
+				off = true;
+		ev.events = off ? kreg & UEP_PRIVATE_BITS : kreg;
 		ev.data.u64 = atomic_load_explicit(&n->data,
 						   memory_order_relaxed);
 		/* An exclusive registration cannot be modified: made again
@@ -1008,6 +1014,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 			krec__fd_drop(p, n);
 	}
 	tmps[t] = -1;
+	free(regs);
 	return k;
 }
 

@@ -106,19 +106,11 @@ bool unpend_edge(int probe)
 	return (sys_poll_now(probe, POLLIN) & POLLIN) != 0;
 }
 
-/* One registration as fdinfo lists it. */
-struct unpend__reg {
-	int fd;
-	uint32_t events;
-	uint64_t data;
-};
-
-/* "tfd: %d events: %x data: %llx ..." lines of an epoll's fdinfo.  The
- * count, or -errno; *out malloc'd. */
-static int unpend__regs(int epfd, struct unpend__reg **out)
+/* "tfd: %d events: %x data: %llx ..." lines of an epoll's fdinfo. */
+int unpend_regs(int epfd, struct unpend_reg **out)
 {
 	char *buf, *p, *end;
-	struct unpend__reg *v;
+	struct unpend_reg *v;
 	size_t n = 0, cap = 0;
 	ssize_t len = sys_fdinfo(epfd, &buf);
 
@@ -149,7 +141,7 @@ static int unpend__regs(int epfd, struct unpend__reg **out)
 }
 
 /* Queue r again if its fd is ready: what the harvest took from it. */
-static void unpend__requeue(int epfd, const struct unpend__reg *r)
+static void unpend__requeue(int epfd, const struct unpend_reg *r)
 {
 	struct epoll_event ev = { .events = r->events, .data.u64 = r->data };
 
@@ -167,7 +159,7 @@ static void unpend__requeue(int epfd, const struct unpend__reg *r)
 
 /* The entry of v that registration r is, or NULL. */
 static struct unpend *unpend__which(struct unpend *v, size_t n,
-				    const struct unpend__reg *r)
+				    const struct unpend_reg *r)
 {
 	for (size_t i = 0; i < n; i++)
 		if (v[i].fd == r->fd && v[i].data == r->data)
@@ -198,7 +190,7 @@ static bool unpend__edge(struct unpend *u)
  * wait's look at the probe (or stands: one edge reported twice, never one
  * lost).  So too where kcmp cannot tell, and for a number under which the
  * epoll holds more than one file (the first is all kcmp names). */
-static bool unpend__reachable(int epfd, const struct unpend__reg *regs,
+static bool unpend__reachable(int epfd, const struct unpend_reg *regs,
 			      int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -215,11 +207,11 @@ static bool unpend__reachable(int epfd, const struct unpend__reg *regs,
 
 void unpend_settle(int epfd, struct unpend *v, size_t n)
 {
-	struct unpend__reg *regs = NULL;
+	struct unpend_reg *regs = NULL;
 	struct epoll_event *evs = NULL;
 	int nregs, got = 0, pfd;
 
-	nregs = unpend__regs(epfd, &regs);
+	nregs = unpend_regs(epfd, &regs);
 	if (nregs > 0 && !unpend__reachable(epfd, regs, nregs))
 		nregs = 0; /* no harvest: nothing dropped, nothing lost */
 	if (nregs > 0 && (evs = malloc((size_t)nregs * sizeof(*evs)))) {

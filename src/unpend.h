@@ -36,5 +36,14 @@ struct unpend {
  * other report is queued again (seen noted).  The probes are closed.  The
  * caller excludes every ctl of epfd (port->mtx: LOCKING in unpend.c). */
 void unpend_settle(int epfd, struct unpend *v, size_t n);
+/* One registration of an epoll as the kernel has it (/proc/self/fdinfo):
+ * its number, events (a fired EPOLLONESHOT one: its flags only) and data. */
+struct unpend_reg {
+	int fd;
+	uint32_t events;
+	uint64_t data;
+};
+/* Every registration of epfd: the count, or -errno; *out malloc'd. */
+int unpend_regs(int epfd, struct unpend_reg **out);
 
 #endif

@@ -34,6 +34,9 @@
  *             table no larger than natively
  *   forkexec  a forked child execs with the parent's instance inherited:
  *             the parent's instance keeps working
+ *   forkshot  a nested instance's EPOLLONESHOT registration that a forked
+ *             child's wait fired stays disarmed when a spawn then demotes
+ *             the holder in the parent (pfuzz's seed 40555)
  *   etfork    an EPOLLET event a wait took does not come back after a fork
  *             (in parent or child), posix_spawn, system() or popen() with
  *             the eventfd inherited; the next write is an edge again; an
@@ -817,6 +820,46 @@ static void run_forkexec(void)
 	close(fx.ep);
 }
 
+/* forkshot: the kernel epoll is shared since the fork; the child's wait
+ * disarms the one-shot registration in it, which the parent's memory does
+ * not know. */
+static void run_forkshot(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
+	int out_ep = epoll_create1(0), in = epoll_create1(EPOLL_CLOEXEC);
+	int e = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct pollfd pf = { .events = POLLIN };
+	char *argv[] = { "true", NULL };
+	pid_t pid;
+
+	P_REQUIRE(out_ep >= 0 && in >= 0 && e >= 0);
+	P_REQUIRE(epoll_ctl(in, EPOLL_CTL_ADD, e, &ev) == 0);
+	ev.events = EPOLLIN | EPOLLONESHOT;
+	ev.data.u64 = 2;
+	P_REQUIRE(epoll_ctl(out_ep, EPOLL_CTL_ADD, in, &ev) == 0);
+	fflush(stdout);
+	pid = fork();
+	P_REQUIRE(pid >= 0);
+	if (pid == 0) {
+		int n = epoll_wait(out_ep, out, 4, 0);
+
+		printf("forkshot: child %d %llu\n", n,
+		       n > 0 ? (unsigned long long)out[0].data.u64 : 0ull);
+		fflush(stdout);
+		_exit(0);
+	}
+	printf("forkshot: child %d\n", wait_child(pid));
+	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
+			      environ) == 0);
+	printf("forkshot: spawned %d\n", wait_child(pid));
+	pf.fd = out_ep;
+	SHOW("forkshot: poll", poll(&pf, 1, 0), pf.revents);
+	SHOW("forkshot: wait", epoll_wait(out_ep, out, 4, 0), out[0].data.u64);
+	close(e);
+	close(in);
+	close(out_ep);
+}
+
 /* One way the eventfd leaves the library's sight (see run_etfork). */
 static void etfork_leave(int how)
 {
@@ -1343,7 +1386,7 @@ int main(int argc, char **argv)
 		{ "aio", run_aio },	      { "pollep", run_pollep },
 		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
-		{ "etfork", run_etfork },
+		{ "etfork", run_etfork },     { "forkshot", run_forkshot },
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
