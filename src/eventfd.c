@@ -1816,12 +1816,16 @@ static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
 
 /* SHARED DEMOTE, xm held, the counter taken (UEFD_GONE, its value in
  * `carry`): the kernel fd gets it, and every process learns. */
-static void uefd__xdemote_end(struct uefd *e)
+static void uefd__xdemote_carry(struct uefd *e)
 {
 	uint64_t c = atomic_load(&e->sh->carry);
 
 	uefd__carry(e, atomic_load(&e->sh->kunits), c);
 	atomic_store(&e->sh->kunits, c);
+}
+
+static void uefd__xdemote_done(struct uefd *e)
+{
 	atomic_store_explicit(&e->sh->demote, UEFD_DEMOTED,
 			      memory_order_release);
 	sys_futex_xwake(&e->sh->demote, INT_MAX);
@@ -1832,24 +1836,41 @@ static void uefd__xdemote_end(struct uefd *e)
 	sys_futex_xwake(&e->sh->rwake, INT_MAX);
 }
 
+static void uefd__xdemote_end(struct uefd *e)
+{
+	uefd__xdemote_carry(e);
+	uefd__xdemote_done(e);
+}
+
 /* SHARED DEMOTE: under xm (a holder's death is repaired: a waiter in
  * uefd_demote_wait finishes a demoter's work from `carry`), the value is
  * stored in `carry` before the counter is taken, so it is never lost. */
 static int uefd__xdemote(struct uefd *e)
 {
+	struct port_carry *carries = NULL;
+	struct uobj **ports = NULL;
 	uint64_t c, h;
+	size_t np;
 
 	lock_take(&e->wq.lock);
 	atomic_store_explicit(&e->sh->co_delay_us, 0, memory_order_relaxed);
 	lock_drop(&e->wq.lock);
 	uefd__flush(e);
 	timer_wait_idle(&e->co_timer);
+	/* UNPEND's instances, before xm (obj__lock inside). */
+	np = obj_ports(&ports);
+	if (np && !(carries = calloc(np, sizeof(*carries))))
+		np = 0; /* (the carry's edges then stand) */
 	/* A stopped holder is waited for: its pending step would land on the
 	 * kernel fd after the counter was carried there. */
 	if (uefd__xlock(e, false) == UEFD_XBYPASS) {
 		/* A handler inside one of this thread's locks: not now. */
 		atomic_store(&e->sh->demote, UEFD_LIVE);
 		sys_futex_xwake(&e->sh->demote, INT_MAX);
+		for (size_t i = 0; i < np; i++)
+			uobj_put(ports[i]);
+		free(ports);
+		free(carries);
 		return -EDEADLK;
 	}
 	c = atomic_load(&e->sh->count);
@@ -1858,8 +1879,26 @@ static int uefd__xdemote(struct uefd *e)
 	while (!atomic_compare_exchange_weak(&e->sh->count, &c, UEFD_GONE));
 	h = atomic_exchange(&e->sh->held, 0);
 	atomic_store(&e->sh->carry, c + (h <= UEFD_MAX - c ? h : UEFD_MAX - c));
-	uefd__xdemote_end(e);
+	/* UEFD_GONE, xm held: no process moves the kernel fd until DEMOTED
+	 * (a read or write waits; a step under xm waits, then finds GONE).
+	 * So the carry's write is the only edge until then, and the
+	 * edge-triggered registrations it queues (in this process's
+	 * instances: a forked child's copies hold the parent's kernel epolls)
+	 * get their state back (port_carry_begin/end: UNPEND).  Their mtx
+	 * under xm: xm is never taken with a lock of ours held (the BYPASS
+	 * of uefd__xlock), so no path waits the other way. */
+	for (size_t i = 0; i < np; i++)
+		port_carry_begin((struct port *)ports[i], e->obj.kfd,
+				 &carries[i]);
+	uefd__xdemote_carry(e);
+	for (size_t i = 0; i < np; i++)
+		port_carry_end((struct port *)ports[i], &carries[i]);
+	uefd__xdemote_done(e);
 	uefd__xunlock(e);
+	for (size_t i = 0; i < np; i++)
+		uobj_put(ports[i]);
+	free(ports);
+	free(carries);
 	uobj_unpublish_all(&e->obj);
 	return 0;
 }

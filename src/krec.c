@@ -940,7 +940,7 @@ static int krec__reach(struct port *p, struct krec *n, int fd, bool *tmp)
 {
 	int key = atomic_load_explicit(&n->keyfd, memory_order_relaxed), x;
 
-	if (key < 0 || *tmp || sys_epoll_target_is(p->obj.kfd, fd) != 0)
+	if (key < 0 || *tmp || sys_epoll_target_is(p->obj.kfd, fd, fd) != 0)
 		return fd;
 	x = sys_fcntl(key, F_DUPFD_CLOEXEC, (void *)(intptr_t)fd);
 	if (x == fd) {

@@ -753,6 +753,40 @@ static int obj__demote_all(bool exec_only)
 	return r;
 }
 
+size_t obj_ports(struct uobj ***out)
+{
+	struct uobj **v = NULL, *o;
+	size_t n = 0, cap = 0;
+	struct list *l;
+	sigset_t m;
+
+	for (;;) {
+		obj__take(&m);
+		n = 0;
+		obj__each(o, l) {
+			if (o->type != UOBJ_PORT || o->fd < 0)
+				continue;
+			if (n < cap && uobj_tryget(o))
+				v[n] = o;
+			else if (n < cap)
+				continue;
+			n++;
+		}
+		obj__drop(&m);
+		if (n <= cap)
+			break;
+		for (size_t i = 0; i < cap; i++)
+			uobj_put(v[i]);
+		free(v);
+		cap = n + n / 2 + 8;
+		v = malloc(cap * sizeof(*v));
+		if (!v)
+			return 0;
+	}
+	*out = v;
+	return n;
+}
+
 /* A demotion is a span (FORK): a fork waits for it, so that the child
  * never has an object DEMOTING for want of the thread that demotes it. */
 int obj_demote_inherited(void)

@@ -210,6 +210,9 @@ void uobj_polled_end(struct uobj *o, bool made);
 void uobj_unpublish(int fd, struct uobj *o);
 /* Demote every ueventfd an execve() would keep open (uepoll_demote_exec). */
 int obj_demote_inherited(void);
+/* The live instances that have a number, each with a reference (put them
+ * and free *out): the count (0: none, or no memory). */
+size_t obj_ports(struct uobj ***out);
 /* uepoll_demote: demote o (the caller holds a reference), a span a fork
  * waits for (FORK in obj.c). */
 int uobj_demote(struct uobj *o);

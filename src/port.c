@@ -644,6 +644,47 @@ bool port_exec_keeps(struct port *p)
 	return p->forked;
 }
 
+void port_carry_begin(struct port *p, int file, struct port_carry *c)
+{
+	struct unpend_reg *regs = NULL;
+	int nregs;
+	size_t k = 0;
+
+	lock_take(&p->mtx);
+	nregs = unpend_regs(p->obj.kfd, &regs);
+	if (nregs > 0 && (c->v = calloc((size_t)nregs, sizeof(*c->v)))) {
+		for (int i = 0; i < nregs; i++)
+			if ((regs[i].events & EPOLLET) &&
+			    !(regs[i].events & EPOLLONESHOT) &&
+			    sys_epoll_target_is(p->obj.kfd, regs[i].fd,
+						file) == 1)
+				c->v[k++] = (struct unpend){ .fd = regs[i].fd,
+							     .data = regs[i].data };
+		/* Which are queued: their edge stands (no drop below). */
+		if (k)
+			unpend_settle(p->obj.kfd, c->v, k);
+		for (size_t i = 0; i < k; i++)
+			if (!c->v[i].seen) {
+				c->v[c->n] = c->v[i];
+				c->v[c->n++].drop = true;
+			}
+	}
+	lock_drop(&p->mtx);
+	free(regs);
+}
+
+void port_carry_end(struct port *p, struct port_carry *c)
+{
+	if (c->n) {
+		lock_take(&p->mtx);
+		unpend_settle(p->obj.kfd, c->v, c->n);
+		lock_drop(&p->mtx);
+	}
+	free(c->v);
+	c->v = NULL;
+	c->n = 0;
+}
+
 int port_demote(struct port *p)
 {
 	struct port__moved *v = NULL;

@@ -5,6 +5,7 @@
 #ifndef UEPOLL_PORT_H
 #define UEPOLL_PORT_H
 
+#include "unpend.h"
 #include <pthread.h>
 #include <signal.h>
 
@@ -58,6 +59,22 @@ int port_demote(struct port *p);
 /* An exec's demotion leaves p alone: it came from the parent by fork
  * (FORKED in port.c). */
 bool port_exec_keeps(struct port *p);
+/*
+ * UNPEND for a shared ueventfd's demotion (uefd__xdemote): the carry of its
+ * counter into its kernel fd (file) is an edge for every edge-triggered
+ * registration of that file, which the program never made.  Between the
+ * counter's UEFD_GONE and DEMOTED no process moves the fd, so:
+ * port_carry_begin notes the edge-triggered registrations of file in p's
+ * kernel epoll that are not queued (one harvest, everything given back);
+ * after the carry, port_carry_end drops their reports.  c: zeroed first;
+ * port_carry_end frees it.
+ */
+struct port_carry {
+	struct unpend *v;
+	size_t n;
+};
+void port_carry_begin(struct port *p, int file, struct port_carry *c);
+void port_carry_end(struct port *p, struct port_carry *c);
 extern const struct uobj_ops port_ops;
 /* The batching policy (UEPOLL_CTL_MIN_WAIT, uepoll_batch): set (if set) and
  * return the old one in *old (if old); -EINVAL for bad values. */

@@ -405,7 +405,7 @@ int sys_same_file(int a, int b)
 	return r == 0;
 }
 
-int sys_epoll_target_is(int epfd, int tfd)
+int sys_epoll_target_is(int epfd, int tfd, int fd)
 {
 	long pid = atomic_load_explicit(&sys__pid, memory_order_relaxed), r;
 	struct kcmp_epoll_slot slot = { .efd = (uint32_t)epfd,
@@ -416,7 +416,7 @@ int sys_epoll_target_is(int epfd, int tfd)
 		pid = sys__libc.syscall(SYS_getpid);
 		atomic_store_explicit(&sys__pid, pid, memory_order_relaxed);
 	}
-	r = sys__libc.syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, tfd,
+	r = sys__libc.syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD, fd,
 			      (unsigned long)&slot);
 	if (r < 0)
 		return errno == EBADF || errno == ENOENT ? 0 : -errno;

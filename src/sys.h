@@ -126,11 +126,11 @@ int sys_eventfd_value(int fd, uint64_t *v);
 /* /proc/self/fdinfo/FD whole, in *out (malloc'd, NUL-terminated; the
  * caller frees it): its length, or -errno. */
 ssize_t sys_fdinfo(int fd, char **out);
-/* Does number tfd hold the file registered in epoll epfd under tfd (its
+/* Does number fd hold the file registered in epoll epfd under tfd (its
  * first such registration: kcmp(2)'s KCMP_EPOLL_TFD)?  1 or 0 (0 too if
- * tfd is not open or not registered); -ENOSYS or -EPERM where kcmp is not
- * available. */
-int sys_epoll_target_is(int epfd, int tfd);
+ * fd is not open or tfd not registered); -ENOSYS or -EPERM where kcmp is
+ * not available. */
+int sys_epoll_target_is(int epfd, int tfd, int fd);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

@@ -168,12 +168,14 @@ static struct unpend *unpend__which(struct unpend *v, size_t n,
 }
 
 /* Take u's probe and decide: did an edge come since it was made?  (No
- * probe, or another harvest decided: as if one did.) */
+ * probe: as u->drop says; another harvest decided: as if one did.) */
 static bool unpend__edge(struct unpend *u)
 {
 	int pfd = u->probe ? atomic_exchange(u->probe, -1) : -1;
 	bool edge;
 
+	if (!u->probe)
+		return !u->drop;
 	if (pfd < 0)
 		return true;
 	edge = unpend_edge(pfd);
@@ -196,7 +198,7 @@ static bool unpend__reachable(int epfd, const struct unpend_reg *regs,
 	for (int i = 0; i < n; i++) {
 		if (!(regs[i].events & (EPOLLET | EPOLLONESHOT)))
 			continue;
-		if (sys_epoll_target_is(epfd, regs[i].fd) != 1)
+		if (sys_epoll_target_is(epfd, regs[i].fd, regs[i].fd) != 1)
 			return false;
 		for (int j = 0; j < n; j++)
 			if (j != i && regs[j].fd == regs[i].fd)

@@ -29,6 +29,7 @@ struct unpend {
 	uint64_t data;
 	_Atomic int *probe;
 	bool held; /* a record's: left to it if its report is not found */
+	bool drop; /* no probe: its report is dropped (else kept) */
 	bool seen;
 };
 /* Harvest epfd once: a report of a registration of v whose probe saw no

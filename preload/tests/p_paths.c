@@ -38,8 +38,9 @@
  *             child's wait fired stays disarmed when a spawn then demotes
  *             the holder in the parent (pfuzz's seed 40555)
  *   etfork    an EPOLLET event a wait took does not come back after a fork
- *             (in parent or child), posix_spawn, system() or popen() with
- *             the eventfd inherited; the next write is an edge again; an
+ *             (in parent or child), posix_spawn, system(), popen() or a
+ *             forked child's exec with the eventfd inherited; the next
+ *             write is an edge again; an
  *             edge not taken yet (a pipe's, a write's after a fork) is
  *             still reported; so is a registration made through a dup the
  *             program closed
@@ -882,6 +883,18 @@ static void etfork_leave(int how)
 		P_REQUIRE(f != NULL);
 		printf("etfork: popen %d\n", pclose(f));
 		break;
+	case 4:
+		/* A fork shares the ueventfd; the child's exec demotes it
+		 * (SHARED: its counter carried into the kernel fd that the
+		 * parent's registrations watch). */
+		pid = fork();
+		P_REQUIRE(pid >= 0);
+		if (pid == 0) {
+			execl("/bin/true", "true", (char *)NULL);
+			_exit(127);
+		}
+		printf("etfork: forkexec %d\n", wait_child(pid));
+		break;
 	}
 }
 
@@ -915,7 +928,7 @@ static void run_etfork(void)
 					  EPOLLIN | EPOLLOUT | EPOLLET,
 					  EPOLLOUT | EPOLLET };
 
-	for (int how = 0; how < 4; how++)
+	for (int how = 0; how < 5; how++)
 	for (int inherit = 0; inherit < 2; inherit++)
 		for (unsigned m = 0; m < sizeof(masks) / sizeof(masks[0]); m++) {
 			struct epoll_event ev = { .events = masks[m],
