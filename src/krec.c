@@ -162,7 +162,6 @@ static struct krec *krec__new(struct port *p)
 	atomic_init(&n->inner, NULL);
 	atomic_init(&n->fd, -1);
 	atomic_init(&n->probe, -1);
-	atomic_init(&n->keyfd, -1);
 	n->next = atomic_load_explicit(&p->krecs, memory_order_relaxed);
 	/* release: pairs with the harvest's acquire walk */
 	atomic_store_explicit(&p->krecs, n, memory_order_release);
@@ -176,8 +175,6 @@ static void krec__free(struct krec *n)
 	int probe = atomic_exchange(&n->probe, -1);
 
 	if (probe >= 0) /* UNPEND: never reported since its settle */
-		fdzone_close(probe);
-	if ((probe = atomic_exchange(&n->keyfd, -1)) >= 0)
 		fdzone_close(probe);
 	krec__retag(n);
 	atomic_store_explicit(&n->rr_events, 0, memory_order_relaxed);
@@ -376,10 +373,10 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev)
 }
 
 int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
-		      int probe, int srcfd)
+		      int probe)
 {
 	struct krec *n, *m;
-	int r, key;
+	int r;
 
 	lock_take(&p->mtx);
 	if (port_demoting(p)) {
@@ -387,29 +384,16 @@ int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
 		fdzone_close(probe);
 		return -ESTALE;
 	}
-	/* Without the copy, a demotion that finds fd closed could not give
-	 * the registration the program's data back (it is ours, not the
-	 * program's, unlike a plain one).  Registered under the source's
-	 * private number (the program's is another file's now:
-	 * uobj_key_number), it is registered under the copy's instead, which
-	 * lives as long as the record: the private one may be closed before
-	 * (a demotion of the source) and taken again by the library. */
-	key = fdzone_dup(srcfd);
-	if (fd == srcfd && key >= 0)
-		fd = key;
 	n = krec__find(p, NULL, fd);
 	m = krec__new(p);
 	if (!m) {
 		lock_drop(&p->mtx);
 		fdzone_close(probe);
-		if (key >= 0)
-			fdzone_close(key);
 		return -ENOMEM;
 	}
 	/* Before the kernel call (DATA): a harvest that gets the ADD's
 	 * report finds it. */
 	atomic_store_explicit(&m->probe, probe, memory_order_relaxed);
-	atomic_store_explicit(&m->keyfd, key, memory_order_relaxed);
 	r = krec__fd_set(p, m, n, EPOLL_CTL_ADD, fd, ev);
 	if (r == 0 && probe >= 0) {
 		struct unpend u = { .fd = fd,
@@ -843,28 +827,26 @@ size_t krec_count(struct port *p)
  * v (its data: the user's, which the MOD gives it) is for the settle after
  * the MODs.  The count left. */
 static size_t krec__demote_unpend(struct port *p, struct unpend *v,
-				  _Atomic int *probes)
+				  _Atomic int *probes, const int *nums)
 {
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, i = 0;
 	uint32_t kreg;
-	int fd, file;
+	bool harvested;
+	int fd;
 
+	/* nums[i]: the number that reaches the i-th record's registration
+	 * now (krec__reach), -1 for none. */
 	for (struct krec *r = atomic_load_explicit(&p->krecs,
 						   memory_order_acquire);
 	     r; r = r->next) {
-		fd = atomic_load_explicit(&r->fd, memory_order_relaxed);
-		/* The file: through the record's copy if it has one (the
-		 * program may have closed fd). */
-		file = atomic_load_explicit(&r->keyfd, memory_order_relaxed);
-		if (file < 0)
-			file = fd;
+		fd = nums[i++];
 		kreg = atomic_load_explicit(&r->kreg, memory_order_relaxed);
 		if (fd < 0 || !(kreg & EPOLLET) ||
 		    atomic_load_explicit(&r->disarmed, memory_order_relaxed) ||
-		    !(sys_poll_now(file, (short)(kreg & 0xffff)) &
+		    !(sys_poll_now(fd, (short)(kreg & 0xffff)) &
 		      (short)(kreg & 0xffff)))
 			continue;
-		atomic_store_explicit(&probes[n], unpend_probe(file, kreg),
+		atomic_store_explicit(&probes[n], unpend_probe(fd, kreg),
 				      memory_order_relaxed);
 		v[n] = (struct unpend){ .fd = fd, .data = krec__data(r),
 					.probe = NULL };
@@ -872,13 +854,15 @@ static size_t krec__demote_unpend(struct port *p, struct unpend *v,
 	}
 	if (!n)
 		return 0;
-	unpend_settle(p->obj.kfd, v, n); /* no probe given: drops nothing */
-	for (size_t i = 0; i < n; i++) {
+	/* No probe given: drops nothing.  No harvest: nothing known to be
+	 * unqueued, so nothing is dropped after the MODs either. */
+	harvested = unpend_settle(p->obj.kfd, v, n);
+	for (i = 0; i < n; i++) {
 		int pfd = atomic_load_explicit(&probes[i],
 					       memory_order_relaxed);
 		struct krec *r;
 
-		if (v[i].seen || pfd < 0) {
+		if (v[i].seen || pfd < 0 || !harvested) {
 			if (pfd >= 0)
 				fdzone_close(pfd);
 			continue;
@@ -931,16 +915,19 @@ static int krec__nest_number(struct krec *n, int fd, bool *tmp)
 	return uobj_key_number(&in->obj, fd, tmp);
 }
 
-/* UNPEND: the number through which record n's registration (made through
- * fd) is reached now.  fd if it still holds the registered file (kcmp);
- * else, if n keeps a copy of the file and fd is free, the copy placed at fd
- * for the caller's ctl (*tmp: closed after it); else fd (the ctl then finds
- * nothing: the registration keeps the record's data). */
-static int krec__reach(struct port *p, struct krec *n, int fd, bool *tmp)
+/* The number through which a record's registration (made through fd) is
+ * reached now: fd if it still holds the registered file (kcmp); else, if
+ * the program holds the file under another number and fd is free, a copy
+ * placed at fd for the caller's ctl (*tmp: closed after it); else fd (the
+ * ctl then finds nothing: the file is closed, and its registration gone). */
+static int krec__reach(struct port *p, int fd, bool *tmp)
 {
-	int key = atomic_load_explicit(&n->keyfd, memory_order_relaxed), x;
+	int key, x;
 
-	if (key < 0 || *tmp || sys_epoll_target_is(p->obj.kfd, fd, fd) != 0)
+	if (*tmp || sys_epoll_target_is(p->obj.kfd, fd, fd) != 0)
+		return fd;
+	key = sys_epoll_target_find(p->obj.kfd, fd);
+	if (key < 0)
 		return fd;
 	x = sys_fcntl(key, F_DUPFD_CLOEXEC, (void *)(intptr_t)fd);
 	if (x == fd) {
@@ -958,14 +945,20 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 	struct epoll_event ev;
 	struct krec *n;
 	uint32_t kreg;
-	size_t k = krec__demote_unpend(p, v, probes), t = 0;
+	size_t k, t = 0, i = 0, cnt = krec_count(p);
 	struct unpend_reg *regs = NULL;
-	int fd, key, nregs = unpend_regs(p->obj.kfd, &regs);
+	int fd, nregs = unpend_regs(p->obj.kfd, &regs);
+	int *nums = malloc((cnt ? cnt : 1) * sizeof(*nums));
 	bool tmp, off;
 
+	/* First the number that reaches each registration (a copy placed at
+	 * a number the program closed: krec__reach), before UNPEND's first
+	 * harvest, which must be able to give every report back. */
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
-	     n = n->next) {
+	     n = n->next, i++) {
 		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
+		if (nums)
+			nums[i] = -1;
 		if (fd < 0)
 			continue;
 		tmp = false;
@@ -974,15 +967,32 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 			krec__free(n); /* still watched, if it was: krec.h */
 			continue;
 		}
-		fd = krec__reach(p, n, fd, &tmp);
+		fd = krec__reach(p, fd, &tmp);
+		/* A copy placed at fd: closed by the caller after its settle,
+		 * which may give the registration back through fd. */
+		if (tmp)
+			tmps[t++] = fd;
+		if (nums)
+			nums[i] = fd;
+	}
+	tmps[t] = -1;
+	k = nums ? krec__demote_unpend(p, v, probes, nums) : 0;
+	i = 0;
+	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
+	     n = n->next, i++) {
+		fd = nums ? nums[i] : atomic_load_explicit(&n->fd,
+							   memory_order_relaxed);
+		if (fd < 0 || atomic_load_explicit(&n->fd,
+						   memory_order_relaxed) < 0)
+			continue;
 		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
 		off = atomic_load_explicit(&n->disarmed, memory_order_relaxed);
 		/* A one-shot one another process's wait fired (the epoll is
 		 * shared since a fork): its harvest's disarmed is that
 		 * process's; the kernel's events say. */
-		for (int i = 0; !off && (kreg & EPOLLONESHOT) && i < nregs; i++)
-			if (regs[i].data == krec__data(n) &&
-			    !(regs[i].events & ~UEP_PRIVATE_BITS))
+		for (int j = 0; !off && (kreg & EPOLLONESHOT) && j < nregs; j++)
+			if (regs[j].data == krec__data(n) &&
+			    !(regs[j].events & ~UEP_PRIVATE_BITS))
 				off = true;
 		ev.events = off ? kreg & UEP_PRIVATE_BITS : kreg;
 		ev.data.u64 = atomic_load_explicit(&n->data,
@@ -997,14 +1007,6 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		} else {
 			(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &ev);
 		}
-		/* A copy placed at fd: closed by the caller after its settle,
-		 * which may give the registration back through fd. */
-		if (tmp)
-			tmps[t++] = fd;
-		/* So is the record's copy of its file: the registration may be
-		 * under its number. */
-		if ((key = atomic_exchange(&n->keyfd, -1)) >= 0)
-			tmps[t++] = key;
 		/* Events the kernel gave with the record's data before this
 		 * are dropped as stale by the harvest that has them: the
 		 * kernel queued the registration again if it was ready. */
@@ -1013,7 +1015,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		else
 			krec__fd_drop(p, n);
 	}
-	tmps[t] = -1;
+	free(nums);
 	free(regs);
 	return k;
 }
@@ -1048,8 +1050,6 @@ void krec_release(struct port *p)
 			uobj_put(&in->obj);
 		/* UNPEND: a probe never reported since its settle. */
 		if ((probe = atomic_exchange(&n->probe, -1)) >= 0)
-			fdzone_close(probe);
-		if ((probe = atomic_exchange(&n->keyfd, -1)) >= 0)
 			fdzone_close(probe);
 		/* A release may run in a signal handler (SIGNALS in obj.c). */
 		obj_free_later(n);

@@ -58,10 +58,6 @@ struct krec {
 	 * program had taken, until the ADD's report is decided; else -1.
 	 * Taken by exchange: whoever takes it decides. */
 	_Atomic int probe;
-	/* UNPEND: a private copy of the registered file (-1: none), so that
-	 * a demotion can reach the registration under its number once the
-	 * program closed it (krec__reach); the holder's mtx. */
-	_Atomic int keyfd;
 };
 
 /* What krec_of found for an event's data. */
@@ -77,10 +73,9 @@ int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);
  * edge-triggered item whose edge the program has taken, without the ADD's
  * report (UNPEND in unpend.c); a record holds it, and probe, the file's
  * probe made before the item left its instance (taken: closed when
- * decided), and a copy of srcfd (the file's private number).  0 or
- * -errno. */
+ * decided).  0 or -errno. */
 int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
-		      int probe, int srcfd);
+		      int probe);
 /* A harvest got the report of record n: drop it?  (UNPEND: the ADD's
  * report of an edge already taken.) */
 bool krec_unpend_drop(struct krec *n);
@@ -123,9 +118,9 @@ static inline void krec_disarmed(struct krec *n)
  * exact).  Fills v (room: krec_count) with the edge-triggered ones whose
  * MOD queued an edge the program had taken, each with its probe in
  * probes[i], for the caller's unpend_settle; returns their count.  tmps
- * (room: 2 * krec_count + 1): the copies of files it placed at the records'
- * numbers and the records' own copies, -1 after the last, for the caller to
- * close (fdzone_close) after its settle. */
+ * (room: krec_count + 1): the copies of files it placed at the records'
+ * numbers, -1 after the last, for the caller to close (fdzone_close) after
+ * its settle. */
 size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		   int *tmps);
 /* How many records p has (room for krec_demote's v; mtx held). */

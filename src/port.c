@@ -571,12 +571,15 @@ static int port__take_source(struct wq *q, struct uobj *src)
 			/* The ADD would report a ready fd as a new edge: made
 			 * without that report (UNPEND in unpend.c).  (Our own
 			 * bits go as port__ctl_kernel gives them.) */
+			/* (Not under the private number, which the source's
+			 * demotion closes and the library may take again: the
+			 * registration would keep the record's data.) */
 			if (taken && probe >= 0 && ev.events == ev0 &&
+			    fd != src->kfd &&
 			    !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
 			    (sys_poll_now(src->kfd, (short)(ev.events & 0xffff)) &
 			     (short)(ev.events & 0xffff))) {
-				r = krec_add_unpended(p, fd, &ev, probe,
-						      src->kfd);
+				r = krec_add_unpended(p, fd, &ev, probe);
 			} else {
 				if (probe >= 0)
 					fdzone_close(probe);
@@ -709,7 +712,7 @@ int port_demote(struct port *p)
 	/* UNPEND: room for a record or an item each. */
 	scap = cap + krec_count(p);
 	if ((cap && !(v = malloc(cap * sizeof(*v)))) ||
-	    !(tmps = malloc((2 * (scap - cap) + 1) * sizeof(*tmps))) ||
+	    !(tmps = malloc((scap - cap + 1) * sizeof(*tmps))) ||
 	    (scap && (!(sus = malloc(scap * sizeof(*sus))) ||
 		      !(probes = malloc(scap * sizeof(*probes)))))) {
 		free(v);

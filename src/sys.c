@@ -423,6 +423,48 @@ int sys_epoll_target_is(int epfd, int tfd, int fd)
 	return r == 0;
 }
 
+int sys_epoll_target_find(int epfd, int tfd)
+{
+	char buf[1024];
+	long n, pid;
+	int d, r = -1;
+
+	d = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
+				   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return -1;
+	pid = sys__libc.syscall(SYS_getpid);
+	while (r < 0 && (n = sys__libc.syscall(SYS_getdents64, d, buf,
+					       sizeof(buf))) > 0) {
+		for (long off = 0; off < n && r < 0;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *de = (void *)(buf + off);
+			struct kcmp_epoll_slot slot = { .efd = (uint32_t)epfd,
+							.tfd = (uint32_t)tfd,
+							.toff = 0 };
+			char *p = de->name;
+			int fd = 0;
+
+			off += de->reclen;
+			if (*p < '0' || *p > '9')
+				continue;
+			while (*p >= '0' && *p <= '9')
+				fd = fd * 10 + (*p++ - '0');
+			if (fd != d &&
+			    sys__libc.syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD,
+					      fd, (unsigned long)&slot) == 0)
+				r = fd;
+		}
+	}
+	sys__libc.syscall(SYS_close, d);
+	return r;
+}
+
 /* preadv2(2) with RWF_NOWAIT: the kernel's eventfd read that never sleeps,
  * whatever the file's O_NONBLOCK (which the public number shares). */
 int sys_eventfd_take(int fd, uint64_t *v)

@@ -131,6 +131,9 @@ ssize_t sys_fdinfo(int fd, char **out);
  * fd is not open or tfd not registered); -ENOSYS or -EPERM where kcmp is
  * not available. */
 int sys_epoll_target_is(int epfd, int tfd, int fd);
+/* A number that holds the file registered in epfd under tfd (/proc/self/fd
+ * and kcmp(2)), or -1. */
+int sys_epoll_target_find(int epfd, int tfd);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

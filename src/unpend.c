@@ -207,7 +207,7 @@ static bool unpend__reachable(int epfd, const struct unpend_reg *regs,
 	return true;
 }
 
-void unpend_settle(int epfd, struct unpend *v, size_t n)
+bool unpend_settle(int epfd, struct unpend *v, size_t n)
 {
 	struct unpend_reg *regs = NULL;
 	struct epoll_event *evs = NULL;
@@ -245,4 +245,5 @@ void unpend_settle(int epfd, struct unpend *v, size_t n)
 			fdzone_close(pfd);
 	free(evs);
 	free(regs);
+	return evs != NULL;
 }

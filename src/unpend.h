@@ -35,8 +35,10 @@ struct unpend {
 /* Harvest epfd once: a report of a registration of v whose probe saw no
  * edge (the ADD's or MOD's, of an edge taken already) is dropped; every
  * other report is queued again (seen noted).  The probes are closed.  The
- * caller excludes every ctl of epfd (port->mtx: LOCKING in unpend.c). */
-void unpend_settle(int epfd, struct unpend *v, size_t n);
+ * caller excludes every ctl of epfd (port->mtx: LOCKING in unpend.c).
+ * False if there was no harvest (a registration could not be queued again,
+ * or no memory): nothing was seen, nothing dropped. */
+bool unpend_settle(int epfd, struct unpend *v, size_t n);
 /* One registration of an epoll as the kernel has it (/proc/self/fdinfo):
  * its number, events (a fired EPOLLONESHOT one: its flags only) and data. */
 struct unpend_reg {

@@ -79,7 +79,7 @@ extern char **environ;
 
 /* name, weight (0: a way of choosing fds, not an operation). */
 #define KINDS(X)                                                             \
-	X(fdnum, 0) X(rawfd, 0) X(topfd, 0) X(intmax, 0) X(evorder, 0) X(et, 0) X(oneshot, 0) X(closereg, 0) X(closenest, 0)                                  \
+	X(fdnum, 0) X(rawfd, 0) X(topfd, 0) X(intmax, 0) X(evorder, 0) X(et, 0) X(etout, 0) X(oneshot, 0) X(closereg, 0) X(closenest, 0)                                  \
 	X(eventfd, 7) X(epoll_create, 4) X(pipe, 2) X(socketpair, 2)        \
 	X(ctl, 10) X(ctl_nest, 4) X(evbits, 1) X(wait, 9)                    \
 	X(rw, 10) X(rwsize, 2) X(rwv, 3) X(rwvsize, 1) X(prw, 1) X(prw2, 2) X(efdrw, 5) X(blockread, 1)    \
@@ -628,6 +628,10 @@ static uint32_t pick_events(void)
 		e |= EPOLLHUP;
 	if (chance(25) && on(K_et))
 		e |= EPOLLET;
+	/* etout off: edge-triggered masks without EPOLLOUT (an eventfd's
+	 * read is an EPOLLOUT edge the preload does not always make: F23). */
+	if ((e & EPOLLET) && !on(K_etout))
+		e &= ~(uint32_t)EPOLLOUT;
 	if (chance(15) && on(K_oneshot))
 		e |= EPOLLONESHOT;
 	if (chance(8))
