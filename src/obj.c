@@ -810,6 +810,27 @@ int uobj_demote(struct uobj *o)
 	return r;
 }
 
+/* Before a fork, every instance's stale doorbell is taken (its `looked`
+ * op, as before a poll): the doorbell is one kernel eventfd for both
+ * processes and the child starts with `set` 0 (bell_fork_child), so a ring
+ * nothing is queued for (a wait took the queue without the kernel) would
+ * make the child's instance read ready for ever (its poll, an outside
+ * epoll) where the kernel's has nothing (F18's end).  Each with a
+ * reference (not one being released), no lock of ours held (the op takes
+ * the queue's and the doorbell's). */
+static void obj__looked_all(void)
+{
+	struct uobj **v = NULL;
+	size_t n = obj_ports(&v);
+
+	for (size_t i = 0; i < n; i++) {
+		if (uobj__ops[v[i]->type]->looked)
+			uobj__ops[v[i]->type]->looked(v[i]);
+		uobj_put(v[i]);
+	}
+	free(v);
+}
+
 /* The forking thread's signal mask, from the prepare to the parent's or
  * the child's handler (one fork at a time: lock.c's fork mutex). */
 static sigset_t obj__fork_sigs;
@@ -832,6 +853,7 @@ static void obj__prepare(void)
 	pthread_sigmask(SIG_BLOCK, &all, &obj__fork_sigs);
 	lock_fork_fence();
 	(void)obj__demote_all(false); /* see uepoll_demote(3) for ENOMEM */
+	obj__looked_all();
 	obj__take(&m);
 	obj__each(o, l)
 		if (uobj__ops[o->type]->fork_prepare)

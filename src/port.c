@@ -889,8 +889,6 @@ static void port__close(struct uobj *o)
  * this one will not see: nkernel ("never below the true number") never
  * reaches 0 again, in either process, so waits always look at the kernel
  * epoll (a zero-timeout wait makes its one system call). */
-static void port__looked(struct uobj *o);
-
 static void port__fork_prepare(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
@@ -903,12 +901,6 @@ static void port__fork_prepare(struct uobj *o)
 	/* Nor can we see it register this instance edge-triggered anywhere:
 	 * watched instances ring on every event from now on (WATCHED). */
 	bell_held_edge_outside(&p->bell);
-	/* The doorbell is one kernel eventfd for both processes, and the
-	 * child starts with `set` 0 (bell_fork_child): a ring nothing is
-	 * queued for (a wait took the queue without the kernel) is taken
-	 * now, else the child's instance reads ready forever (its poll, an
-	 * outside epoll) where the kernel's has nothing (F18's end). */
-	port__looked(o);
 }
 
 static int port__fork_child(struct uobj *o)
