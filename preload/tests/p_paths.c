@@ -34,6 +34,9 @@
  *             table no larger than natively
  *   forkexec  a forked child execs with the parent's instance inherited:
  *             the parent's instance keeps working
+ *   kheldel   an instance held level-triggered by a kernel epoll (one a
+ *             spawn demoted): the DEL of its last ready ueventfd leaves the
+ *             kernel epoll not ready (pfuzz's seed 1301426)
  *   forkshot  a nested instance's EPOLLONESHOT registration that a forked
  *             child's wait fired stays disarmed when a spawn then demotes
  *             the holder in the parent (pfuzz's seed 40555)
@@ -821,6 +824,33 @@ static void run_forkexec(void)
 	close(fx.ep);
 }
 
+static void run_kheldel(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
+	int k = epoll_create1(0), in = epoll_create1(EPOLL_CLOEXEC), e;
+	struct pollfd pf = { .events = POLLIN };
+	char *argv[] = { "true", NULL };
+	pid_t pid;
+
+	P_REQUIRE(k >= 0 && in >= 0);
+	/* k goes to the child: the spawn makes it the kernel's (DEMOTE). */
+	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
+			      environ) == 0);
+	printf("kheldel: spawned %d\n", wait_child(pid));
+	P_REQUIRE(epoll_ctl(k, EPOLL_CTL_ADD, in, &ev) == 0);
+	e = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	P_REQUIRE(e >= 0 && epoll_ctl(in, EPOLL_CTL_ADD, e, &ev) == 0);
+	pf.fd = k;
+	SHOW("kheldel: poll", poll(&pf, 1, 0), pf.revents);
+	P_REQUIRE(epoll_ctl(in, EPOLL_CTL_DEL, e, NULL) == 0);
+	pf.revents = 0;
+	SHOW("kheldel: poll after del", poll(&pf, 1, 0), pf.revents);
+	SHOW("kheldel: wait after del", epoll_wait(k, out, 4, 0), 0);
+	close(e);
+	close(in);
+	close(k);
+}
+
 /* forkshot: the kernel epoll is shared since the fork; the child's wait
  * disarms the one-shot registration in it, which the parent's memory does
  * not know. */
@@ -1400,6 +1430,7 @@ int main(int argc, char **argv)
 		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
 		{ "etfork", run_etfork },     { "forkshot", run_forkshot },
+		{ "kheldel", run_kheldel },
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
