@@ -35,8 +35,10 @@
  *   forkexec  a forked child execs with the parent's instance inherited:
  *             the parent's instance keeps working
  *   kheldel   an instance held level-triggered by a kernel epoll (one a
- *             spawn demoted): the DEL of its last ready ueventfd leaves the
- *             kernel epoll not ready (pfuzz's seed 1301426)
+ *             spawn demoted): the DEL of its last ready ueventfd, a wait of
+ *             the instance that took the last event, a read that emptied
+ *             the ueventfd leave the kernel epoll not ready (pfuzz's seed
+ *             1301426, the outside tester's K)
  *   forkshot  a nested instance's EPOLLONESHOT registration that a forked
  *             child's wait fired stays disarmed when a spawn then demotes
  *             the holder in the parent (pfuzz's seed 40555)
@@ -846,6 +848,22 @@ static void run_kheldel(void)
 	pf.revents = 0;
 	SHOW("kheldel: poll after del", poll(&pf, 1, 0), pf.revents);
 	SHOW("kheldel: wait after del", epoll_wait(k, out, 4, 0), 0);
+	/* The same after a wait of the instance took the event (a stale
+	 * ring left: helper-23's K), and after a read that emptied it. */
+	for (int how = 0; how < 2; how++) {
+		uint64_t v = 1;
+
+		ev.events = how ? EPOLLIN : EPOLLIN | EPOLLET;
+		P_REQUIRE(epoll_ctl(in, EPOLL_CTL_ADD, e, &ev) == 0);
+		P_REQUIRE(write(e, &v, 8) == 8);
+		SHOW("kheldel: wait in", epoll_wait(in, out, 4, 0), 0);
+		P_REQUIRE(read(e, &v, 8) == 8);
+		for (int i = 0; i < 3; i++)
+			SHOW("kheldel: wait k", epoll_wait(k, out, 4, 0), 0);
+		pf.revents = 0;
+		SHOW("kheldel: poll k", poll(&pf, 1, 0), pf.revents);
+		P_REQUIRE(epoll_ctl(in, EPOLL_CTL_DEL, e, NULL) == 0);
+	}
 	close(e);
 	close(in);
 	close(k);
