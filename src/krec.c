@@ -939,6 +939,17 @@ static int krec__reach(struct port *p, int fd, bool *tmp)
 	return fd;
 }
 
+/* Has the kernel's list (fdinfo) a registration under number fd with this
+ * data? */
+static bool krec__listed(const struct unpend_reg *regs, int n, int fd,
+			 uint64_t data)
+{
+	for (int i = 0; i < n; i++)
+		if (regs[i].fd == fd && regs[i].data == data)
+			return true;
+	return false;
+}
+
 size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		   int *tmps)
 {
@@ -961,6 +972,19 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 			nums[i] = -1;
 		if (fd < 0)
 			continue;
+		/* Its registration is gone (the file was closed, and the
+		 * number may hold another one registered since, which a MOD
+		 * through it would rewrite: pfuzz's seed 808024608): the
+		 * kernel's list (fdinfo) no longer has it with its data. */
+		if (nregs >= 0 && !krec__listed(regs, nregs, fd,
+						 krec__data(n))) {
+			if (atomic_load_explicit(&n->inner,
+						 memory_order_relaxed))
+				krec__free(n); /* still watched: krec.h */
+			else
+				krec__fd_drop(p, n);
+			continue;
+		}
 		tmp = false;
 		if (atomic_load_explicit(&n->inner, memory_order_relaxed) &&
 		    (fd = krec__nest_number(n, fd, &tmp)) < 0) {

@@ -39,6 +39,10 @@
  *             the instance that took the last event, a read that emptied
  *             the ueventfd leave the kernel epoll not ready (pfuzz's seed
  *             1301426, the outside tester's K)
+ *   nestgone  a nested instance closed, its number and memory reused by
+ *             another instance, closed too, then by a pipe ADDed to the
+ *             holder: the holder's demotion leaves the pipe's data alone
+ *             (pfuzz's seed 808024608)
  *   forkshot  a nested instance's EPOLLONESHOT registration that a forked
  *             child's wait fired stays disarmed when a spawn then demotes
  *             the holder in the parent (pfuzz's seed 40555)
@@ -826,6 +830,37 @@ static void run_forkexec(void)
 	close(fx.ep);
 }
 
+static void run_nestgone(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
+	int a = epoll_create1(0), b = epoll_create1(EPOLL_CLOEXEC), p[2];
+	char *argv[] = { "true", NULL };
+	pid_t pid;
+	int n;
+
+	P_REQUIRE(a >= 0 && b >= 0);
+	P_REQUIRE(epoll_ctl(a, EPOLL_CTL_ADD, b, &ev) == 0);
+	close(b);
+	b = epoll_create1(EPOLL_CLOEXEC); /* its number, likely its memory */
+	P_REQUIRE(b >= 0);
+	close(b);
+	P_REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+	ev.data.u64 = 2;
+	P_REQUIRE(epoll_ctl(a, EPOLL_CTL_ADD, p[0], &ev) == 0);
+	close(p[1]);
+	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
+			      environ) == 0);
+	printf("nestgone: spawned %d\n", wait_child(pid));
+	n = epoll_wait(a, out, 4, 0);
+	printf("nestgone: wait %d", n);
+	for (int i = 0; i < n; i++)
+		printf(" [%#x %llu]", out[i].events,
+		       (unsigned long long)out[i].data.u64);
+	printf("\n");
+	close(p[0]);
+	close(a);
+}
+
 static void run_kheldel(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
@@ -1448,7 +1483,7 @@ int main(int argc, char **argv)
 		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
 		{ "etfork", run_etfork },     { "forkshot", run_forkshot },
-		{ "kheldel", run_kheldel },
+		{ "kheldel", run_kheldel },   { "nestgone", run_nestgone },
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
