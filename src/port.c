@@ -639,6 +639,7 @@ struct port__moved {
 	bool moved; /* its item was still the instance's when taken */
 	struct item *it; /* identity only, from the first pass */
 	int probe;	 /* UNPEND: made before the item left the queue */
+	uint32_t pev;	 /* the events the probe was made with */
 	struct epoll_event ev;
 };
 
@@ -736,7 +737,9 @@ int port_demote(struct port *p)
 	}
 	/* First what each item is, with a reference to its source (one at
 	 * no reference is being released: its last number is closed, and its
-	 * registrations go with it). */
+	 * registrations go with it).  Its mask for the probe only: a MOD of
+	 * a ueventfd's item runs under its source's lock, not mtx, so the
+	 * mask and data the registration gets are read once it is unlinked. */
 	list_for_each(l, &p->items) {
 		it = container_of(l, struct item, portlink);
 		if (!uobj_tryget(it->src))
@@ -746,10 +749,9 @@ int port_demote(struct port *p)
 			.fd = it->fd,
 			.it = it,
 			.probe = -1,
-			.ev.events = atomic_load_explicit(&it->events,
-							  memory_order_relaxed) &
-				     ~(EPOLLROUNDROBIN | EPOLLURGENT),
-			.ev.data.u64 = it->data,
+			.pev = atomic_load_explicit(&it->events,
+						    memory_order_relaxed) &
+			       ~(EPOLLROUNDROBIN | EPOLLURGENT),
 		};
 		n++;
 	}
@@ -761,11 +763,11 @@ int port_demote(struct port *p)
 	 * close may take its item (then not moved). */
 	lock_drop(&p->mtx);
 	for (size_t i = 0; i < n; i++) {
-		if (!(v[i].ev.events & EPOLLET))
+		if (!(v[i].pev & EPOLLET))
 			continue;
 		uefd_kedge((struct uefd *)v[i].src);
 		uefd_watched_outside((struct uefd *)v[i].src);
-		v[i].probe = unpend_probe(v[i].src->kfd, v[i].ev.events);
+		v[i].probe = unpend_probe(v[i].src->kfd, v[i].pev);
 	}
 	lock_take(&p->mtx);
 	while (!list_empty(&p->items)) {
@@ -781,6 +783,11 @@ int port_demote(struct port *p)
 			if (v[i].it == it && !v[i].moved)
 				m = &v[i];
 		if (m) {
+			/* Unlinked: no MOD reaches it any more. */
+			m->ev.events = atomic_load_explicit(&it->events,
+							    memory_order_relaxed) &
+				       ~(EPOLLROUNDROBIN | EPOLLURGENT);
+			m->ev.data.u64 = it->data;
 			m->moved = true;
 			m->taken = !port__free_item(p, it) &&
 				   (m->ev.events & EPOLLET);
@@ -810,7 +817,7 @@ int port_demote(struct port *p)
 		v[i].fd = fd; /* its copy, if tmp, closed after the settle */
 		/* UNPEND: its probe before the ADD, which would report the
 		 * edge taken again (settled below). */
-		if (v[i].taken && v[i].probe >= 0 &&
+		if (v[i].taken && v[i].probe >= 0 && v[i].ev.events == v[i].pev &&
 		    (sys_poll_now(v[i].src->kfd, (short)(v[i].ev.events & 0xffff)) &
 		     (short)(v[i].ev.events & 0xffff))) {
 			atomic_store_explicit(&probes[nsus], v[i].probe,

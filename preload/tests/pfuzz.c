@@ -1683,10 +1683,11 @@ static void op_fork(void)
 		prefix = "  child: ";
 		for (unsigned i = 0; i < nops; i++) {
 			rng = seeds[i];
-			/* forkadd off: the child makes no object of its own,
-			 * which its ctl could add to an inherited instance
+			/* forkadd off: the child neither makes an object of
+			 * its own nor adds anything to an inherited instance
 			 * (F24). */
-			if (ks[i] == K_eventfd && !on(K_forkadd))
+			if ((ks[i] == K_eventfd || ks[i] == K_ctl) &&
+			    !on(K_forkadd))
 				continue;
 			if (on(ks[i]))
 				run_op(ks[i]);
