@@ -958,7 +958,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 	uint32_t kreg;
 	size_t k, t = 0, i = 0, cnt = krec_count(p);
 	struct unpend_reg *regs = NULL;
-	int fd, nregs = unpend_regs(p->obj.kfd, &regs);
+	int fd, key, nregs = unpend_regs(p->obj.kfd, &regs);
 	int *nums = malloc((cnt ? cnt : 1) * sizeof(*nums));
 	bool tmp, off;
 
@@ -1025,7 +1025,14 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		 * (the ADD polls the fd, so a readiness of the moment between
 		 * is reported).  A failure means the fd was closed: the
 		 * kernel dropped the registration already. */
-		if (kreg & EPOLLEXCLUSIVE) {
+		key = atomic_load_explicit(&n->fd, memory_order_relaxed);
+		if (fd != key && !(kreg & EPOLLEXCLUSIVE)) {
+			/* Registered through key, a number that holds another
+			 * file now (fd: a number of the registered one): the
+			 * MOD under the registration's own key. */
+			(void)sys_epoll_ctl_keyed(p->obj.kfd, EPOLL_CTL_MOD,
+						  key, fd, &ev);
+		} else if (kreg & EPOLLEXCLUSIVE) {
 			if (krec_kctl(p, EPOLL_CTL_DEL, fd, NULL) == 0)
 				(void)krec_kctl(p, EPOLL_CTL_ADD, fd, &ev);
 		} else {

@@ -423,6 +423,51 @@ int sys_epoll_target_is(int epfd, int tfd, int fd)
 	return r == 0;
 }
 
+struct sys__keyed {
+	int epfd, op, num, file, r;
+	struct epoll_event *ev;
+};
+
+static void *sys__keyed_fn(void *arg)
+{
+	struct sys__keyed *k = arg;
+
+	/* This thread's own copy of the table: num made file's here alone
+	 * (raw calls: the preload's unshare and dup3 must not see them). */
+	k->r = -EAGAIN;
+	if (sys__libc.syscall(SYS_unshare, CLONE_FILES) < 0) {
+		k->r = -errno;
+		return NULL;
+	}
+	if (k->num != k->file &&
+	    sys__libc.syscall(SYS_dup3, k->file, k->num, O_CLOEXEC) < 0) {
+		k->r = -errno;
+		return NULL;
+	}
+	k->r = (int)sys__ret(sys__libc.syscall(SYS_epoll_ctl, k->epfd, k->op,
+					       k->num, k->ev));
+	return NULL;
+}
+
+int sys_epoll_ctl_keyed(int epfd, int op, int num, int file,
+			struct epoll_event *ev)
+{
+	struct sys__keyed k = { epfd, op, num, file, -EAGAIN, ev };
+	sigset_t all, old;
+	pthread_t t;
+	int e;
+
+	/* No signal of the program's runs on the helper thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(&t, NULL, sys__keyed_fn, &k);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e)
+		return -e;
+	pthread_join(t, NULL);
+	return k.r;
+}
+
 int sys_epoll_target_find(int epfd, int tfd)
 {
 	char buf[1024];

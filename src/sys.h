@@ -134,6 +134,14 @@ int sys_epoll_target_is(int epfd, int tfd, int fd);
 /* A number that holds the file registered in epfd under tfd (/proc/self/fd
  * and kcmp(2)), or -1. */
 int sys_epoll_target_find(int epfd, int tfd);
+/* epoll_ctl(epfd, op, num, ev) as if number num held the file that number
+ * file holds, whatever num holds in this process: the kernel keys a
+ * registration by (file, number), and one made through a number the
+ * program has since given to another file is reachable only so.  Made in
+ * a helper thread with a copy of the fd table (unshare(CLONE_FILES)), so
+ * the program's table is never touched.  0 or -errno. */
+int sys_epoll_ctl_keyed(int epfd, int op, int num, int file,
+			struct epoll_event *ev);
 void sys_yield(void);
 /* Are fds a and b the same open file (kcmp(2))?  1 or 0 (0 too if one is
  * not open); -ENOSYS or -EPERM where kcmp is not available. */

@@ -43,6 +43,9 @@
  *             another instance, closed too, then by a pipe ADDed to the
  *             holder: the holder's demotion leaves the pipe's data alone
  *             (pfuzz's seed 808024608)
+ *   nestkey   a nested instance registered through a dup since closed,
+ *             whose number a pipe took: the holder's demotion gives the
+ *             registration the program's data (pfuzz's seed 808984787)
  *   forkshot  a nested instance's EPOLLONESHOT registration that a forked
  *             child's wait fired stays disarmed when a spawn then demotes
  *             the holder in the parent (pfuzz's seed 40555)
@@ -861,6 +864,37 @@ static void run_nestgone(void)
 	close(a);
 }
 
+static void run_nestkey(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
+	int a = epoll_create1(0), b = epoll_create1(EPOLL_CLOEXEC), d, p[2];
+	int e = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
+	char *argv[] = { "true", NULL };
+	pid_t pid;
+	int n;
+
+	P_REQUIRE(a >= 0 && b >= 0 && e >= 0 && (d = dup(b)) >= 0);
+	P_REQUIRE(epoll_ctl(a, EPOLL_CTL_ADD, d, &ev) == 0);
+	close(d);
+	P_REQUIRE(pipe2(p, O_CLOEXEC) == 0); /* d's number, likely */
+	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
+			      environ) == 0);
+	printf("nestkey: spawned %d\n", wait_child(pid));
+	ev.data.u64 = 2;
+	P_REQUIRE(epoll_ctl(b, EPOLL_CTL_ADD, e, &ev) == 0);
+	n = epoll_wait(a, out, 4, 0);
+	printf("nestkey: wait %d", n);
+	for (int i = 0; i < n; i++)
+		printf(" [%#x %llu]", out[i].events,
+		       (unsigned long long)out[i].data.u64);
+	printf("\n");
+	close(p[0]);
+	close(p[1]);
+	close(e);
+	close(b);
+	close(a);
+}
+
 static void run_kheldel(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
@@ -1484,6 +1518,7 @@ int main(int argc, char **argv)
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
 		{ "etfork", run_etfork },     { "forkshot", run_forkshot },
 		{ "kheldel", run_kheldel },   { "nestgone", run_nestgone },
+		{ "nestkey", run_nestkey },
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
