@@ -591,15 +591,6 @@ bool bell_any_watched(void)
 	return atomic_load_explicit(&bell__nwatched, memory_order_relaxed) > 0;
 }
 
-void bell_held_level_outside(void)
-{
-	/* Counted for good (the holder's registration may outlive our look
-	 * at it): a read that empties a ueventfd, or a write that fills it,
-	 * then revalidates the instances of its queued items (port.c's
-	 * kheld), as for a watched one. */
-	atomic_fetch_add_explicit(&bell__nwatched, 1, memory_order_relaxed);
-}
-
 /* bell_watch, wlock held; prune: a new watch drops the queue's items that
  * are not ready (as the kernel's ADD polls the epoll it registers: a
  * holder's is made), else only looks (a kernel epoll's hold, whose call

@@ -388,8 +388,5 @@ void bell_polled_outside(struct bell *b, struct readyq *q);
 /* Is any instance of the process watched?  (Lets hot paths skip the work
  * only watched instances need.) */
 bool bell_any_watched(void);
-/* A kernel epoll registered an instance level-triggered (port.c, kheld):
- * bell_any_watched is true from then on. */
-void bell_held_level_outside(void);
 
 #endif

@@ -962,9 +962,8 @@ static bool port__polled(struct uobj *o, uint32_t events)
 		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
 				&p->rq);
 	else if (events && !atomic_load_explicit(&p->kheld,
-						 memory_order_relaxed) &&
-		 !atomic_exchange(&p->kheld, true))
-		bell_held_level_outside();
+						 memory_order_relaxed))
+		atomic_store_explicit(&p->kheld, true, memory_order_relaxed);
 	bell_polled_outside(&p->bell, &p->rq);
 	return events & EPOLLET;
 }
