@@ -918,8 +918,10 @@ static int krec__nest_number(struct krec *n, int fd, bool *tmp)
 /* The number through which a record's registration (made through fd) is
  * reached now: fd if it still holds the registered file (kcmp); else, if
  * the program holds the file under another number and fd is free, a copy
- * placed at fd for the caller's ctl (*tmp: closed after it); else fd (the
- * ctl then finds nothing: the file is closed, and its registration gone). */
+ * placed at fd for the caller's ctl (*tmp: closed after it); if fd holds
+ * another file, that other number (the caller's ctl goes under fd's key:
+ * sys_epoll_ctl_keyed); else fd (the file is closed, and its registration
+ * gone). */
 static int krec__reach(struct port *p, int fd, bool *tmp)
 {
 	int key, x;
@@ -936,7 +938,9 @@ static int krec__reach(struct port *p, int fd, bool *tmp)
 	}
 	if (x >= 0)
 		(void)sys_close(x);
-	return fd;
+	/* fd holds another file: a number of the registered one, for a
+	 * ctl under the registration's own key (sys_epoll_ctl_keyed). */
+	return key;
 }
 
 /* Has the kernel's list (fdinfo) a registration under number fd with this

@@ -863,10 +863,12 @@ static void run_nestgone(void)
 	close(a);
 }
 
-static void run_nestkey(void)
+static void nestkey_one(bool inherit)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
-	int a = epoll_create1(0), b = epoll_create1(EPOLL_CLOEXEC), d, p[2];
+	/* inherit: the nested instance is demoted by the spawn too. */
+	int a = epoll_create1(0), b = epoll_create1(inherit ? 0 : EPOLL_CLOEXEC);
+	int d, p[2];
 	int e = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
 	char *argv[] = { "true", NULL };
 	pid_t pid;
@@ -892,6 +894,12 @@ static void run_nestkey(void)
 	close(e);
 	close(b);
 	close(a);
+}
+
+static void run_nestkey(void)
+{
+	nestkey_one(false);
+	nestkey_one(true);
 }
 
 static void run_kheldel(void)
