@@ -127,7 +127,6 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->nfdrec, 0);
 	atomic_init(&p->rr_owed, 0);
 	atomic_init(&p->demote, PORT_LIVE);
-	atomic_init(&p->kheld, false);
 	p->forked = false;
 	batch_policy_init(&p->batch);
 	atomic_init(&p->bgen, 0);
@@ -487,14 +486,6 @@ static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 
 void port_revalidate(struct port *p)
 {
-	/* Held level-triggered by a kernel epoll, which polls the fd at its
-	 * waits: a stale doorbell would read ready there for good (pfuzz's
-	 * seed 1301426: a DEL of the last ready ueventfd). */
-	if (atomic_load_explicit(&p->kheld, memory_order_relaxed)) {
-		if (!bell_prune(&p->bell, &p->rq))
-			bell_clear(&p->bell, &p->rq);
-		return;
-	}
 	bell_mirror(&p->bell, &p->rq);
 }
 
@@ -961,9 +952,6 @@ static bool port__polled(struct uobj *o, uint32_t events)
 	if (events & EPOLLET)
 		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
 				&p->rq);
-	else if (events && !atomic_load_explicit(&p->kheld,
-						 memory_order_relaxed))
-		atomic_store_explicit(&p->kheld, true, memory_order_relaxed);
 	bell_polled_outside(&p->bell, &p->rq);
 	return events & EPOLLET;
 }

@@ -49,11 +49,6 @@ struct port {
 	 * epoll is a file both share (FORKED in port.c).  Set in the child's
 	 * handler; read by an exec's demotion. */
 	bool forked;
-	/* A kernel epoll registered it, level-triggered (port__polled):
-	 * watched by nobody the doorbell's mode knows, its fd must still be
-	 * exact after a ctl that takes its last ready item
-	 * (port_revalidate).  Sticky; relaxed: a late look costs a prune. */
-	_Atomic bool kheld;
 	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
 	 * by a holder that found this object through its fd and address. */
 	_Atomic uint64_t gen;

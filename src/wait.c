@@ -262,9 +262,8 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
  */
 static void wait__settle(struct port *p, bool poll, bool slept)
 {
-	/* An instance watched by another one, or held by a kernel epoll,
-	 * keeps its fd exact (port_revalidate). */
-	port_revalidate(p);
+	/* An instance watched by another one keeps its fd exact. */
+	bell_mirror(&p->bell, &p->rq);
 	if (!rq_empty(&p->rq)) {
 		/* Items left (beyond maxevents, or level-triggered ones put
 		 * back): a sleeper or an outside poller must see them. */

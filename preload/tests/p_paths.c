@@ -34,10 +34,6 @@
  *             table no larger than natively
  *   forkexec  a forked child execs with the parent's instance inherited:
  *             the parent's instance keeps working
- *   kheldel   an instance held level-triggered by a kernel epoll (one a
- *             spawn demoted): the DEL of its last ready ueventfd, a wait of
- *             the instance that took the last event leave the kernel epoll
- *             not ready (pfuzz's seed 1301426, the outside tester's K)
  *   nestgone  a nested instance closed, its number and memory reused by
  *             another instance, closed too, then by a pipe ADDed to the
  *             holder: the holder's demotion leaves the pipe's data alone
@@ -902,50 +898,6 @@ static void run_nestkey(void)
 	nestkey_one(true);
 }
 
-static void run_kheldel(void)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, out[4];
-	int k = epoll_create1(0), in = epoll_create1(EPOLL_CLOEXEC), e;
-	struct pollfd pf = { .events = POLLIN };
-	char *argv[] = { "true", NULL };
-	pid_t pid;
-
-	P_REQUIRE(k >= 0 && in >= 0);
-	/* k goes to the child: the spawn makes it the kernel's (DEMOTE). */
-	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, argv,
-			      environ) == 0);
-	printf("kheldel: spawned %d\n", wait_child(pid));
-	P_REQUIRE(epoll_ctl(k, EPOLL_CTL_ADD, in, &ev) == 0);
-	e = eventfd(1, EFD_NONBLOCK | EFD_CLOEXEC);
-	P_REQUIRE(e >= 0 && epoll_ctl(in, EPOLL_CTL_ADD, e, &ev) == 0);
-	pf.fd = k;
-	SHOW("kheldel: poll", poll(&pf, 1, 0), pf.revents);
-	P_REQUIRE(epoll_ctl(in, EPOLL_CTL_DEL, e, NULL) == 0);
-	pf.revents = 0;
-	SHOW("kheldel: poll after del", poll(&pf, 1, 0), pf.revents);
-	SHOW("kheldel: wait after del", epoll_wait(k, out, 4, 0), 0);
-	/* The same after a wait of the instance took the event (a stale
-	 * ring left: helper-23's K).  (A level-triggered item left queued
-	 * and then emptied by a read still leaves it: docs/reliability.md.) */
-	for (int how = 0; how < 1; how++) {
-		uint64_t v = 1;
-
-		ev.events = EPOLLIN | EPOLLET;
-		P_REQUIRE(epoll_ctl(in, EPOLL_CTL_ADD, e, &ev) == 0);
-		P_REQUIRE(write(e, &v, 8) == 8);
-		SHOW("kheldel: wait in", epoll_wait(in, out, 4, 0), 0);
-		P_REQUIRE(read(e, &v, 8) == 8);
-		for (int i = 0; i < 3; i++)
-			SHOW("kheldel: wait k", epoll_wait(k, out, 4, 0), 0);
-		pf.revents = 0;
-		SHOW("kheldel: poll k", poll(&pf, 1, 0), pf.revents);
-		P_REQUIRE(epoll_ctl(in, EPOLL_CTL_DEL, e, NULL) == 0);
-	}
-	close(e);
-	close(in);
-	close(k);
-}
-
 /* forkshot: the kernel epoll is shared since the fork; the child's wait
  * disarms the one-shot registration in it, which the parent's memory does
  * not know. */
@@ -1525,7 +1477,7 @@ int main(int argc, char **argv)
 		{ "unshare", run_unshare },   { "vforkclose", run_vforkclose },
 		{ "selecttop", run_selecttop }, { "forkexec", run_forkexec },
 		{ "etfork", run_etfork },     { "forkshot", run_forkshot },
-		{ "kheldel", run_kheldel },   { "nestgone", run_nestgone },
+		{ "nestgone", run_nestgone },
 		{ "nestkey", run_nestkey },
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
