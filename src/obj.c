@@ -688,9 +688,11 @@ static bool obj__fork_instances;
  * have the kernel's costs for the ones alive at its forks. */
 static bool obj__fork_demote_efds;
 
-static int obj__demote_all(bool exec_only)
+/* The live objects want() takes, each with a reference (put them and free
+ * *out; want runs under obj__lock): the count, or -ENOMEM (none taken). */
+static ssize_t obj__collect(bool (*want)(const struct uobj *, const void *),
+			    const void *arg, struct uobj ***out)
 {
-	int r = 0, e;
 	struct uobj **v = NULL, *o;
 	size_t n = 0, cap = 0;
 	struct list *l;
@@ -700,17 +702,7 @@ static int obj__demote_all(bool exec_only)
 		obj__take(&m);
 		n = 0;
 		obj__each(o, l) {
-			if (o->fd < 0 ||
-			    (o->type == UOBJ_EVENTFD
-				     ? uefd_demoting((struct uefd *)o) ||
-					       (!exec_only &&
-						!obj__fork_demote_efds &&
-						uefd_shared((struct uefd *)o))
-				     : (!exec_only && !obj__fork_instances) ||
-					       (exec_only &&
-						port_exec_keeps(
-							(struct port *)o))) ||
-			    (exec_only && !obj__inherited(o)))
+			if (!want(o, arg))
 				continue;
 			if (n < cap && uobj_tryget(o))
 				v[n] = o;
@@ -728,14 +720,47 @@ static int obj__demote_all(bool exec_only)
 		cap = n + n / 2 + 8;
 		v = malloc(cap * sizeof(*v));
 		if (!v)
-			return -ENOMEM; /* they stay as they are */
+			return -ENOMEM;
 	}
+	*out = v;
+	return (ssize_t)n;
+}
+
+/* obj__demote_all's choice: what a fork shares or demotes, or an exec
+ * demotes (*exec_only). */
+static bool obj__to_demote(const struct uobj *o, const void *arg)
+{
+	bool exec_only = *(const bool *)arg;
+
+	if (o->fd < 0)
+		return false;
+	if (o->type == UOBJ_EVENTFD) {
+		struct uefd *e = (struct uefd *)o;
+
+		if (uefd_demoting(e) ||
+		    (!exec_only && !obj__fork_demote_efds && uefd_shared(e)))
+			return false;
+	} else if ((!exec_only && !obj__fork_instances) ||
+		   (exec_only && port_exec_keeps((struct port *)o))) {
+		return false;
+	}
+	return !exec_only || obj__inherited(o);
+}
+
+static int obj__demote_all(bool exec_only)
+{
+	struct uobj **v = NULL;
+	ssize_t n = obj__collect(obj__to_demote, &exec_only, &v);
+	int r = 0, e;
+
+	if (n < 0)
+		return (int)n; /* they stay as they are */
 	/* The ueventfds first: a demotion writes the counter into the
 	 * kernel fd, an edge for every registration made of it before; the
 	 * instances' demotions after it register them without one (UNPEND in
 	 * unpend.c). */
 	for (int pass = 0; pass < 2; pass++)
-		for (size_t i = 0; i < n; i++) {
+		for (ssize_t i = 0; i < n; i++) {
 			if ((v[i]->type == UOBJ_EVENTFD) != (pass == 0))
 				continue;
 			/* A fork shares a ueventfd (SHARED in eventfd.c); an
@@ -753,38 +778,17 @@ static int obj__demote_all(bool exec_only)
 	return r;
 }
 
+static bool obj__is_port(const struct uobj *o, const void *arg)
+{
+	(void)arg;
+	return o->type == UOBJ_PORT && o->fd >= 0;
+}
+
 size_t obj_ports(struct uobj ***out)
 {
-	struct uobj **v = NULL, *o;
-	size_t n = 0, cap = 0;
-	struct list *l;
-	sigset_t m;
+	ssize_t n = obj__collect(obj__is_port, NULL, out);
 
-	for (;;) {
-		obj__take(&m);
-		n = 0;
-		obj__each(o, l) {
-			if (o->type != UOBJ_PORT || o->fd < 0)
-				continue;
-			if (n < cap && uobj_tryget(o))
-				v[n] = o;
-			else if (n < cap)
-				continue;
-			n++;
-		}
-		obj__drop(&m);
-		if (n <= cap)
-			break;
-		for (size_t i = 0; i < cap; i++)
-			uobj_put(v[i]);
-		free(v);
-		cap = n + n / 2 + 8;
-		v = malloc(cap * sizeof(*v));
-		if (!v)
-			return 0;
-	}
-	*out = v;
-	return n;
+	return n > 0 ? (size_t)n : 0;
 }
 
 /* A demotion is a span (FORK): a fork waits for it, so that the child
