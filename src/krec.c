@@ -672,6 +672,24 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	return r;
 }
 
+/* inner's record under fd, or NULL (mtx held). */
+static struct krec *krec__nest_of(struct port *p, struct port *inner, int fd)
+{
+	struct krec *n = krec__find(p, inner, fd);
+
+	return n && krec__is(n, inner) ? n : NULL;
+}
+
+bool krec_has_nest(struct port *p, struct port *inner, int fd)
+{
+	bool r;
+
+	lock_take(&p->mtx);
+	r = krec__nest_of(p, inner, fd) != NULL;
+	lock_drop(&p->mtx);
+	return r;
+}
+
 static bool krec__ready(struct port *p, int depth);
 
 struct krec *krec_of(struct port *p, uint64_t data, struct krec_view *out)

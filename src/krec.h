@@ -79,6 +79,8 @@ int krec_add_unpended(struct port *p, int fd, struct epoll_event *ev,
 /* A harvest got the report of record n: drop it?  (UNPEND: the ADD's
  * report of an edge already taken.) */
 bool krec_unpend_drop(struct krec *n);
+/* p has a record of inner's registration under fd (FORKED in port.c). */
+bool krec_has_nest(struct port *p, struct port *inner, int fd);
 /* ctl of a uepoll instance (inner) in p; the kernel answers. */
 int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev);

@@ -459,6 +459,39 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	}
 }
 
+/*
+ * FORKED (below): this instance's kernel epoll is the parent's too, and
+ * what a ctl here makes must be there for the parent's waits, which cannot
+ * see this process's items or records (F24 in docs/reliability.md: the
+ * child's ueventfd an item that rang the doorbell both share, the child's
+ * nesting a record whose address the parent reported as data).  So a
+ * uepoll object's registration is made as a kernel epoll's (uepoll_ctl in
+ * api.c): the kernel's registration of its fd with the program's data, the
+ * fd kept exact for it (a ueventfd's mirror, edges by kedge; an instance
+ * watched for good, as if held EPOLLET, so that no stale doorbell is
+ * reported).  A nesting this instance recorded before the fork becomes
+ * such a registration at its first MOD here (the record stays, inert: no
+ * event carries its address, and a demotion finds its data gone from the
+ * registration, krec_demote), and its DEL here is the record's.
+ */
+static int port__ctl_forked(struct port *p, int op, int fd, struct uobj *src,
+			    struct epoll_event *ev)
+{
+	struct uobj *held = NULL;
+	int r;
+
+	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
+		held = uobj_polled_ctl(fd, ev->events |
+					   (src->type == UOBJ_PORT ? EPOLLET
+								   : 0));
+	r = port__ctl_kernel(p, op, fd, ev);
+	if (held)
+		uobj_polled_end(held, r == 0);
+	if (r == 0 && op != EPOLL_CTL_DEL)
+		uobj_looked(fd);
+	return r;
+}
+
 static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 {
 	struct uobj *src;
@@ -476,7 +509,10 @@ static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	}
 	if (!src)
 		return port__ctl_kernel(p, op, fd, ev);
-	if (src->type == UOBJ_EVENTFD)
+	if (p->forked && (src->type == UOBJ_EVENTFD || op != EPOLL_CTL_DEL ||
+			  !krec_has_nest(p, (struct port *)src, fd)))
+		r = port__ctl_forked(p, op, fd, src, ev);
+	else if (src->type == UOBJ_EVENTFD)
 		r = port__ctl_uefd(p, op, fd, (struct uefd *)src, ev);
 	else if (!(r = port__rr_refused(op, fd, ev)))
 		r = krec_ctl_nest(p, op, fd, (struct port *)src, ev);
@@ -604,7 +640,8 @@ static int port__take_source(struct wq *q, struct uobj *src)
  *    made on the kernel epoll (port_ctl).
  *  - Under mtx: each item is taken from its source and the instance; every
  *    record's registration gets the user's data and events back (krec.c);
- *    the doorbell leaves the kernel epoll.
+ *    the doorbell leaves the kernel epoll, unless a parent shares it
+ *    (FORKED).
  *  - Outside it: each item's source is registered in the kernel epoll,
  *    under the item's number (the kernel's key: uobj_key_number), with
  *    the item's mask (a disarmed one-shot keeps only the
@@ -787,8 +824,12 @@ int port_demote(struct port *p)
 		}
 	}
 	nsus = krec_demote(p, sus, probes, tmps);
-	(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL, bell_fd(&p->bell),
-			    NULL);
+	/* FORKED: the doorbell is the parent's too, which its waits need
+	 * for the items it makes from then on (a child's io_uring must not
+	 * stop them). */
+	if (!p->forked)
+		(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL,
+				    bell_fd(&p->bell), NULL);
 	lock_drop(&p->mtx);
 	for (size_t i = 0; i < n; i++) {
 		int fd;

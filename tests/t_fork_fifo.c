@@ -235,7 +235,6 @@ static void child_excl_write_then_wait(const struct objs *o)
 		child_fail(15, "child: uepoll_wait(timeout %d) blocked (%ld "
 			       "voluntary context switches) with its event "
 			       "ready\n", o->timeout, cs);
-	child_expect_one(30, o->ep, o->maxev, 0, 1);
 	child_expect_value(20, o->efd, 1);
 	_exit(0);
 }
@@ -306,15 +305,21 @@ static void fork_case(const char *name, void (*fn)(const struct objs *),
 	pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
-		/* The fork demoted the parent's ueventfd (a kernel eventfd
-		 * now, shared with the parent's waiters): the child watches a
-		 * fresh one of its own, registered as that one was. */
+		/* The fork shared the parent's ueventfd (its watchers the
+		 * kernel's, shared with the parent's waiters): the child
+		 * watches a fresh one of its own, registered as that one was.
+		 * Its registration in the inherited instances is the kernel
+		 * epolls' the parent shares (FORKED in port.c), so, with
+		 * EPOLLEXCLUSIVE, only in B: in A and B, the kernel's
+		 * exclusive wakeup would go to the parent's waiter in A and
+		 * leave B's list empty. */
 		struct objs c = *o;
 		uint32_t ex = o->ep2 >= 0 ? EPOLLEXCLUSIVE : 0;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		c.efd = ueventfd(0, EFD_NONBLOCK);
-		if (c.efd < 0 || add(c.ep, c.efd, EPOLLIN | ex, 1) != 0 ||
+		if (c.efd < 0 ||
+		    (c.ep2 < 0 && add(c.ep, c.efd, EPOLLIN | ex, 1) != 0) ||
 		    (c.ep2 >= 0 && add(c.ep2, c.efd, EPOLLIN | ex, 2) != 0))
 			child_fail(3, "child: fresh ueventfd: errno %d\n", errno);
 		fn(&c);

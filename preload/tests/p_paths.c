@@ -76,6 +76,13 @@
  *             instance itself close-on-exec, kept), ADDed then to a kernel
  *             epoll (an instance the spawn demoted): once the ueventfd is
  *             read, neither reads ready (pfuzz's seed 1419)
+ *   forkadd   a forked child's ctl of an instance it inherited is the
+ *             parent's too (F24): an eventfd the child makes and ADDs
+ *             leaves with the child; an inherited instance the child ADDs,
+ *             or a nested one it MODs, reports the child's data to the
+ *             parent's wait; the child's own waits see its eventfd's level
+ *             and edges; the child's demotion of the instance (io_uring)
+ *             leaves the parent's ueventfds made after the fork waking it
  */
 #include <fcntl.h>
 #include <stdbool.h>
@@ -1462,6 +1469,108 @@ static void run_kernhold(void)
 	close(e);
 }
 
+/* F24: after a fork both processes use one epoll file. */
+static void forkadd_child(int ep, int in, int ip)
+{
+	int e = eventfd(0, EFD_NONBLOCK), e2 = eventfd(2, 0);
+	int own = epoll_create1(0);
+	uint64_t v = 1;
+
+	P_REQUIRE(e >= 0 && e2 >= 0 && own >= 0);
+	show_ctl("child: add eventfd", ep, EPOLL_CTL_ADD, e, EPOLLIN | EPOLLET, 5);
+	show_wait("child: before its write", ep);
+	P_REQUIRE(write(e, &v, 8) == 8);
+	show_wait("child: after its write", ep);
+	show_wait("child: again", ep);
+	P_REQUIRE(write(e, &v, 8) == 8);
+	show_wait("child: a second write (an edge)", ep);
+	show_ctl("child: mod eventfd", ep, EPOLL_CTL_MOD, e, EPOLLIN, 6);
+	show_wait("child: level", ep);
+	show_ctl("child: del eventfd", ep, EPOLL_CTL_DEL, e, 0, 0);
+	show_wait("child: deleted", ep);
+	show_ctl("child: add eventfd again", ep, EPOLL_CTL_ADD, e, EPOLLIN, 7);
+	show_ctl("child: add the inherited instance", ep, EPOLL_CTL_ADD, in,
+		 EPOLLIN, 42);
+	show_ctl("child: mod the nested one", ep, EPOLL_CTL_MOD, ip, EPOLLIN,
+		 43);
+	show_ctl("child: own instance", own, EPOLL_CTL_ADD, e2, EPOLLIN, 8);
+	show_ctl("child: add its own instance", ep, EPOLL_CTL_ADD, own,
+		 EPOLLIN, 44);
+	show_wait("child: all", ep);
+	/* Its demotion gives every registration the program's data. */
+	go_on(5);
+	show_wait("child: after io_uring", ep);
+	fflush(stdout);
+	_exit(0);
+}
+
+/* A forked child's demotion of the instance (io_uring's, a spawn's) must
+ * leave the parent's instance working: its ueventfd still wakes it. */
+static void forkadd_demote(int how)
+{
+	int ep = epoll_create1(0), e, go[2];
+	struct pollfd pf = { .events = POLLIN };
+	uint64_t v = 1;
+	char c;
+	pid_t pid;
+
+	P_REQUIRE(ep >= 0 && pipe(go) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		/* After the parent's ADD of an eventfd made after the fork. */
+		P_REQUIRE(read(go[0], &c, 1) == 1);
+		go_on(how);
+		show_wait("demote: child", ep);
+		fflush(stdout);
+		_exit(0);
+	}
+	P_REQUIRE((e = eventfd(0, EFD_NONBLOCK)) >= 0);
+	show_ctl("demote: add e", ep, EPOLL_CTL_ADD, e, EPOLLIN, 11);
+	P_REQUIRE(write(go[1], "g", 1) == 1);
+	printf("demote %d: child %d\n", how, wait_child(pid));
+	close(go[0]);
+	close(go[1]);
+	P_REQUIRE(write(e, &v, 8) == 8);
+	pf.fd = ep;
+	SHOW("demote: parent's poll", poll(&pf, 1, 0), pf.revents);
+	show_wait("demote: parent", ep);
+	pf.fd = ep;
+	SHOW("demote: parent's poll after", poll(&pf, 1, 0), pf.revents);
+	close(e);
+	close(ep);
+}
+
+static void run_forkadd(void)
+{
+	int ep = epoll_create1(0), in = epoll_create1(0), ip = epoll_create1(0);
+	int x = eventfd(1, 0), y = eventfd(1, 0);
+	struct pollfd pf = { .fd = ep, .events = POLLIN };
+	pid_t pid;
+
+	P_REQUIRE(ep >= 0 && in >= 0 && ip >= 0 && x >= 0 && y >= 0);
+	show_ctl("add x to in", in, EPOLL_CTL_ADD, x, EPOLLIN, 1);
+	show_ctl("add y to ip", ip, EPOLL_CTL_ADD, y, EPOLLIN, 2);
+	show_ctl("add ip to ep", ep, EPOLL_CTL_ADD, ip, EPOLLIN, 3);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		forkadd_child(ep, in, ip);
+	printf("forkadd: child %d\n", wait_child(pid));
+	SHOW("parent: poll", poll(&pf, 1, 0), pf.revents);
+	show_wait("parent", ep);
+	show_ctl("parent: del in", ep, EPOLL_CTL_DEL, in, 0, 0);
+	show_ctl("parent: mod ip", ep, EPOLL_CTL_MOD, ip, EPOLLIN, 45);
+	show_wait("parent: after", ep);
+	close(x);
+	close(y);
+	close(in);
+	close(ip);
+	close(ep);
+	forkadd_demote(5);
+	forkadd_demote(4);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -1482,6 +1591,7 @@ int main(int argc, char **argv)
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
+		{ "forkadd", run_forkadd },
 	};
 
 	self = argv[0];
