@@ -228,10 +228,22 @@ static int krec__answer(struct port *p, struct krec *n, int op, int fd,
 	return sys_epoll_ctl(p->obj.kfd, op, fd, &kev);
 }
 
+static int krec__kctl_counted(struct port *p, int op, int r);
+
 int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev)
 {
-	int r = sys_epoll_ctl(p->obj.kfd, op, fd, ev);
+	return krec__kctl_counted(p, op, sys_epoll_ctl(p->obj.kfd, op, fd, ev));
+}
 
+int krec_kadd_keyed(struct port *p, int num, int file, struct epoll_event *ev)
+{
+	return krec__kctl_counted(p, EPOLL_CTL_ADD,
+				  sys_epoll_ctl_keyed(p->obj.kfd, EPOLL_CTL_ADD,
+						      num, file, ev));
+}
+
+static int krec__kctl_counted(struct port *p, int op, int r)
+{
 	/* nkernel: never below the true number of kernel registrations (a
 	 * wait skips the kernel epoll at 0). */
 	if (r == 0 && op == EPOLL_CTL_ADD) {

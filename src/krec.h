@@ -66,6 +66,9 @@ struct krec {
 /* The kernel ctl of a registration in p's kernel epoll, and p->nkernel kept
  * with it: every kernel-side ADD and DEL of the instance goes through it. */
 int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev);
+/* The same ADD of file under number num, which holds another file now
+ * (sys_epoll_ctl_keyed: the kernel's key is (file, num)). */
+int krec_kadd_keyed(struct port *p, int num, int file, struct epoll_event *ev);
 /* ctl of a kernel fd when records are involved (EPOLLROUNDROBIN or
  * EPOLLURGENT asked, or the instance has fd records); the kernel answers. */
 int krec_ctl_fd(struct port *p, int op, int fd, struct epoll_event *ev);

@@ -469,7 +469,16 @@ int port_ctl(struct port *p, int op, int fd, struct epoll_event *ev)
  * api.c): the kernel's registration of its fd with the program's data, the
  * fd kept exact for it (a ueventfd's mirror, edges by kedge; an instance
  * watched for good, as if held EPOLLET, so that no stale doorbell is
- * reported).  A nesting this instance recorded before the fork becomes
+ * reported).  So is, in any holder, an instance the child got from its
+ * parent: its doorbell, and the doorbell's registration in its kernel
+ * epoll, are the parent's too, which this process must neither take nor
+ * switch to edge-triggered (WATCHED in bell.c) under the parent's
+ * instance; nor need it: its copy has no items (the fork made them kernel
+ * registrations, and its ctl makes no more), so its fd is exact as it is
+ * (port__polled and port__looked leave it alone).  The price: the parent's
+ * ring of an item the child's instance does not see (the parent's ctl
+ * after the fork) is readiness to the child.  A nesting this instance
+ * recorded before the fork becomes
  * such a registration at its first MOD here (the record stays, inert: no
  * event carries its address, and a demotion finds its data gone from the
  * registration, krec_demote), and its DEL here is the record's.
@@ -509,8 +518,10 @@ static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	}
 	if (!src)
 		return port__ctl_kernel(p, op, fd, ev);
-	if (p->forked && (src->type == UOBJ_EVENTFD || op != EPOLL_CTL_DEL ||
-			  !krec_has_nest(p, (struct port *)src, fd)))
+	if ((p->forked ||
+	     (src->type == UOBJ_PORT && ((struct port *)src)->forked)) &&
+	    (src->type == UOBJ_EVENTFD || op != EPOLL_CTL_DEL ||
+	     !krec_has_nest(p, (struct port *)src, fd)))
 		r = port__ctl_forked(p, op, fd, src, ev);
 	else if (src->type == UOBJ_EVENTFD)
 		r = port__ctl_uefd(p, op, fd, (struct uefd *)src, ev);
@@ -543,6 +554,29 @@ void port_drop_source(struct wq *q)
 int port_demote_source(struct wq *q, struct uobj *src)
 {
 	return port__take_source(q, src);
+}
+
+/* F19: uobj_key_number gave src's private number fd for the item's number
+ * num because num holds another file now: the registration is made under
+ * num all the same (the kernel's key is (file, number)), so that the
+ * program's DEL through num, once num is src's file again, finds it, as
+ * natively (pfuzz's seed 820034982).  Not with our own bits (records). */
+static bool port__keyed(struct uobj *src, int num, int fd)
+{
+	return num >= 0 && fd == src->kfd && num != fd;
+}
+
+static int port__kadd_keyed(struct port *p, int num, struct uobj *src,
+			    struct epoll_event *ev)
+{
+	int r;
+
+	if (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))
+		return port__ctl_kernel(p, EPOLL_CTL_ADD, src->kfd, ev);
+	lock_take(&p->mtx);
+	r = krec_kadd_keyed(p, num, src->kfd, ev);
+	lock_drop(&p->mtx);
+	return r;
 }
 
 /* Unlink every item of a dead source, one at a time; with src (DEMOTE):
@@ -601,6 +635,7 @@ static int port__take_source(struct wq *q, struct uobj *src)
 		}
 		lock_drop(&p->mtx);
 		if (it && src) {
+			int num = fd;
 			bool tmp;
 
 			fd = uobj_key_number(src, fd, &tmp);
@@ -610,7 +645,11 @@ static int port__take_source(struct wq *q, struct uobj *src)
 			/* (Not under the private number, which the source's
 			 * demotion closes and the library may take again: the
 			 * registration would keep the record's data.) */
-			if (taken && probe >= 0 && ev.events == ev0 &&
+			if (port__keyed(src, num, fd)) {
+				if (probe >= 0)
+					fdzone_close(probe);
+				r = port__kadd_keyed(p, num, src, &ev);
+			} else if (taken && probe >= 0 && ev.events == ev0 &&
 			    fd != src->kfd &&
 			    !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
 			    (sys_poll_now(src->kfd, (short)(ev.events & 0xffff)) &
@@ -832,7 +871,8 @@ int port_demote(struct port *p)
 				    bell_fd(&p->bell), NULL);
 	lock_drop(&p->mtx);
 	for (size_t i = 0; i < n; i++) {
-		int fd;
+		int fd, num;
+		bool keyed;
 
 		if (!v[i].moved) {
 			if (v[i].probe >= 0)
@@ -846,10 +886,15 @@ int port_demote(struct port *p)
 			uefd_watched_outside((struct uefd *)v[i].src);
 		}
 		fd = uobj_key_number(v[i].src, v[i].fd, &v[i].tmp);
+		keyed = port__keyed(v[i].src, v[i].fd, fd) &&
+			!(v[i].ev.events & (EPOLLROUNDROBIN | EPOLLURGENT));
+		num = v[i].fd;
 		v[i].fd = fd; /* its copy, if tmp, closed after the settle */
 		/* UNPEND: its probe before the ADD, which would report the
-		 * edge taken again (settled below). */
-		if (v[i].taken && v[i].probe >= 0 && v[i].ev.events == v[i].pev &&
+		 * edge taken again (settled below); not under a number that
+		 * holds another file (the settle could not queue it again). */
+		if (!keyed && v[i].taken && v[i].probe >= 0 &&
+		    v[i].ev.events == v[i].pev &&
 		    (sys_poll_now(v[i].src->kfd, (short)(v[i].ev.events & 0xffff)) &
 		     (short)(v[i].ev.events & 0xffff))) {
 			atomic_store_explicit(&probes[nsus], v[i].probe,
@@ -862,7 +907,8 @@ int port_demote(struct port *p)
 		}
 		if (v[i].probe >= 0)
 			fdzone_close(v[i].probe);
-		e = krec_kctl(p, EPOLL_CTL_ADD, fd, &v[i].ev);
+		e = keyed ? krec_kadd_keyed(p, num, fd, &v[i].ev)
+			  : krec_kctl(p, EPOLL_CTL_ADD, fd, &v[i].ev);
 		if (e < 0 && !r)
 			r = e;
 		uobj_put(v[i].src);
@@ -990,6 +1036,8 @@ static bool port__polled(struct uobj *o, uint32_t events)
 	 * good if the call makes the registration (port__polled_end).  Held
 	 * level-triggered, or polled, it needs only the doorbell's level,
 	 * which DOORBELL keeps (a stale ring at most: uepoll(7)). */
+	if (p->forked) /* FORKED: exact, and its doorbell the parent's */
+		return false;
 	if (events & EPOLLET)
 		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
 				&p->rq);
@@ -1006,6 +1054,8 @@ static void port__looked(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
+	if (p->forked) /* FORKED: exact, and its doorbell the parent's */
+		return;
 	if (bell_exact(&p->bell) && !bell_prune(&p->bell, &p->rq))
 		bell_clear(&p->bell, &p->rq);
 }

@@ -76,6 +76,11 @@
  *             instance itself close-on-exec, kept), ADDed then to a kernel
  *             epoll (an instance the spawn demoted): once the ueventfd is
  *             read, neither reads ready (pfuzz's seed 1419)
+ *   keyreuse  an eventfd registered under a number the program closed and
+ *             gave to another file before a spawn demoted the eventfd: a
+ *             DEL through that number, once it is the eventfd's again,
+ *             succeeds (the registration's key kept: pfuzz's seed
+ *             820034982)
  *   forkadd   a forked child's ctl of an instance it inherited is the
  *             parent's too (F24): an eventfd the child makes and ADDs
  *             leaves with the child; an inherited instance the child ADDs,
@@ -1469,6 +1474,44 @@ static void run_kernhold(void)
 	close(e);
 }
 
+static void run_keyreuse(void)
+{
+	char *av[] = { "true", NULL };
+	pid_t pid;
+
+	/* 0, 1: the eventfd inherited (its demotion moves the registration),
+	 * level and edge-triggered; 2: only the epoll (the epoll's). */
+	for (int how = 0; how < 3; how++) {
+		int ep = epoll_create1(0);
+		int e = eventfd(1, EFD_NONBLOCK | (how == 2 ? EFD_CLOEXEC : 0));
+		int other, again;
+
+		P_REQUIRE(ep >= 0 && e >= 0);
+		printf("keyreuse %d\n", how);
+		show_ctl("keyreuse: add", ep, EPOLL_CTL_ADD, e,
+			 how == 1 ? EPOLLIN | EPOLLET : EPOLLOUT, 7);
+		P_REQUIRE((again = fcntl(e, how == 2 ? F_DUPFD_CLOEXEC : F_DUPFD,
+					 0)) >= 0);
+		close(e);
+		/* The registration's number is another file's now. */
+		P_REQUIRE((other = epoll_create1(0)) == e);
+		P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, av,
+				      environ) == 0);
+		printf("keyreuse: child %d\n", wait_child(pid));
+		show_wait("keyreuse: wait", ep);
+		show_ctl("keyreuse: del through another number", ep,
+			 EPOLL_CTL_DEL, again, 0, 0);
+		close(other);
+		P_REQUIRE(dup2(again, e) == e);
+		show_ctl("keyreuse: del through its number", ep, EPOLL_CTL_DEL,
+			 e, 0, 0);
+		show_wait("keyreuse: after", ep);
+		close(e);
+		close(again);
+		close(ep);
+	}
+}
+
 /* F24: after a fork both processes use one epoll file. */
 static void forkadd_child(int ep, int in, int ip)
 {
@@ -1541,6 +1584,49 @@ static void forkadd_demote(int how)
 	close(ep);
 }
 
+/* The child ADDs an instance both have into another: the parent's ueventfd
+ * made after the fork, in the first, still reaches the parent's waits. */
+static void forkadd_nest(void)
+{
+	int ep = epoll_create1(0), in = epoll_create1(0), z, go[2];
+	struct pollfd pf = { .events = POLLIN };
+	uint64_t v = 1;
+	char c;
+	pid_t pid;
+
+	P_REQUIRE(ep >= 0 && in >= 0 && pipe(go) == 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		P_REQUIRE(read(go[0], &c, 1) == 1);
+		show_ctl("nest: child: add in", ep, EPOLL_CTL_ADD, in, EPOLLIN,
+			 42);
+		fflush(stdout);
+		_exit(0);
+	}
+	P_REQUIRE((z = eventfd(0, EFD_NONBLOCK)) >= 0);
+	show_ctl("nest: add z", in, EPOLL_CTL_ADD, z, EPOLLIN, 5);
+	P_REQUIRE(write(z, &v, 8) == 8);
+	P_REQUIRE(write(go[1], "g", 1) == 1);
+	printf("nest: child %d\n", wait_child(pid));
+	/* A wait that sleeps: only the doorbell's ring can end it. */
+	{
+		struct epoll_event o[2];
+		int n = epoll_wait(ep, o, 2, 5000);
+
+		printf("nest: wait %d %llu\n", n,
+		       n > 0 ? (unsigned long long)o[0].data.u64 : 0ull);
+	}
+	pf.fd = in;
+	SHOW("nest: poll in", poll(&pf, 1, 0), pf.revents);
+	P_REQUIRE(read(z, &v, 8) == 8);
+	close(go[0]);
+	close(go[1]);
+	close(z);
+	close(in);
+	close(ep);
+}
+
 static void run_forkadd(void)
 {
 	int ep = epoll_create1(0), in = epoll_create1(0), ip = epoll_create1(0);
@@ -1569,6 +1655,7 @@ static void run_forkadd(void)
 	close(ep);
 	forkadd_demote(5);
 	forkadd_demote(4);
+	forkadd_nest();
 }
 
 int main(int argc, char **argv)
@@ -1591,7 +1678,7 @@ int main(int argc, char **argv)
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
-		{ "forkadd", run_forkadd },
+		{ "forkadd", run_forkadd }, { "keyreuse", run_keyreuse },
 	};
 
 	self = argv[0];
