@@ -237,9 +237,13 @@ int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev)
 
 int krec_kadd_keyed(struct port *p, int num, int file, struct epoll_event *ev)
 {
-	return krec__kctl_counted(p, EPOLL_CTL_ADD,
-				  sys_epoll_ctl_keyed(p->obj.kfd, EPOLL_CTL_ADD,
-						      num, file, ev));
+	int r = sys_epoll_ctl_keyed(p->obj.kfd, EPOLL_CTL_ADD, num, file, ev);
+
+	/* Not made under num: under file's own number then (the old key
+	 * lost, the registration and its events kept). */
+	if (r == 1)
+		return krec_kctl(p, EPOLL_CTL_ADD, file, ev);
+	return krec__kctl_counted(p, EPOLL_CTL_ADD, r);
 }
 
 static int krec__kctl_counted(struct port *p, int op, int r)
@@ -952,13 +956,13 @@ static int krec__nest_number(struct krec *n, int fd, bool *tmp)
  * another file, that other number (the caller's ctl goes under fd's key:
  * sys_epoll_ctl_keyed); else fd (the file is closed, and its registration
  * gone). */
-static int krec__reach(struct port *p, int fd, bool *tmp)
+static int krec__reach(struct port *p, int fd, int toff, bool *tmp)
 {
 	int key, x;
 
-	if (*tmp || sys_epoll_target_is(p->obj.kfd, fd, fd) != 0)
+	if (*tmp || sys_epoll_target_is(p->obj.kfd, fd, toff, fd) != 0)
 		return fd;
-	key = sys_epoll_target_find(p->obj.kfd, fd);
+	key = sys_epoll_target_find(p->obj.kfd, fd, toff);
 	if (key < 0)
 		return fd;
 	x = sys_fcntl(key, F_DUPFD_CLOEXEC, (void *)(intptr_t)fd);
@@ -973,15 +977,15 @@ static int krec__reach(struct port *p, int fd, bool *tmp)
 	return key;
 }
 
-/* Has the kernel's list (fdinfo) a registration under number fd with this
- * data? */
-static bool krec__listed(const struct unpend_reg *regs, int n, int fd,
-			 uint64_t data)
+/* The kernel's list (fdinfo): the index of a registration under number fd
+ * with this data, or -1. */
+static int krec__listed(const struct unpend_reg *regs, int n, int fd,
+			uint64_t data)
 {
 	for (int i = 0; i < n; i++)
 		if (regs[i].fd == fd && regs[i].data == data)
-			return true;
-	return false;
+			return i;
+	return -1;
 }
 
 size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
@@ -992,7 +996,7 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 	uint32_t kreg;
 	size_t k, t = 0, i = 0, cnt = krec_count(p);
 	struct unpend_reg *regs = NULL;
-	int fd, key, nregs = unpend_regs(p->obj.kfd, &regs);
+	int fd, key, li, nregs = unpend_regs(p->obj.kfd, &regs);
 	int *nums = malloc((cnt ? cnt : 1) * sizeof(*nums));
 	bool tmp, off;
 
@@ -1010,8 +1014,9 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		 * number may hold another one registered since, which a MOD
 		 * through it would rewrite: pfuzz's seed 808024608): the
 		 * kernel's list (fdinfo) no longer has it with its data. */
-		if (nregs >= 0 && !krec__listed(regs, nregs, fd,
-						 krec__data(n))) {
+		li = nregs >= 0 ? krec__listed(regs, nregs, fd, krec__data(n))
+				: -1;
+		if (nregs >= 0 && li < 0) {
 			if (atomic_load_explicit(&n->inner,
 						 memory_order_relaxed))
 				krec__free(n); /* still watched: krec.h */
@@ -1020,12 +1025,20 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 			continue;
 		}
 		tmp = false;
+		key = fd;
 		if (atomic_load_explicit(&n->inner, memory_order_relaxed) &&
 		    (fd = krec__nest_number(n, fd, &tmp)) < 0) {
 			krec__free(n); /* still watched, if it was: krec.h */
 			continue;
 		}
-		fd = krec__reach(p, fd, &tmp);
+		/* Which of the files registered under its number is its own:
+		 * the program may have given the number to another it
+		 * registered too (pfuzz's seed 830006038: the first one kcmp
+		 * named, the wrong one's registration got its data). */
+		fd = krec__reach(p, fd, fd == key && li >= 0
+						? unpend_toff(regs, li)
+						: 0,
+				 &tmp);
 		/* A copy placed at fd: closed by the caller after its settle,
 		 * which may give the registration back through fd. */
 		if (tmp)

@@ -737,7 +737,7 @@ void port_carry_begin(struct port *p, int file, struct port_carry *c)
 			if ((regs[i].events & EPOLLET) &&
 			    !(regs[i].events & EPOLLONESHOT) &&
 			    sys_epoll_target_is(p->obj.kfd, regs[i].fd,
-						file) == 1)
+						unpend_toff(regs, i), file) == 1)
 				c->v[k++] = (struct unpend){ .fd = regs[i].fd,
 							     .data = regs[i].data };
 		/* Which are queued: their edge stands (no drop below). */
@@ -881,8 +881,14 @@ int port_demote(struct port *p)
 			continue;
 		}
 		if (v[i].src->type == UOBJ_EVENTFD) {
-			if (v[i].ev.events & EPOLLET)
-				uefd_kedge((struct uefd *)v[i].src);
+			/* Every write an edge in the kernel from now on, not
+			 * only for an edge-triggered registration: a holder of
+			 * this instance, now the kernel epoll, may hold it
+			 * EPOLLET (a nesting, a kernel epoll, another process
+			 * that got it over a UNIX socket: helper-26's
+			 * scm_et_nested), and gets an edge per event of each
+			 * registration, as the kernel's nested wakeups give. */
+			uefd_kedge((struct uefd *)v[i].src);
 			uefd_watched_outside((struct uefd *)v[i].src);
 		}
 		fd = uobj_key_number(v[i].src, v[i].fd, &v[i].tmp);

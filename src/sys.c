@@ -405,12 +405,12 @@ int sys_same_file(int a, int b)
 	return r == 0;
 }
 
-int sys_epoll_target_is(int epfd, int tfd, int fd)
+int sys_epoll_target_is(int epfd, int tfd, int toff, int fd)
 {
 	long pid = atomic_load_explicit(&sys__pid, memory_order_relaxed), r;
 	struct kcmp_epoll_slot slot = { .efd = (uint32_t)epfd,
 					.tfd = (uint32_t)tfd,
-					.toff = 0 };
+					.toff = (uint32_t)toff };
 
 	if (!pid) {
 		pid = sys__libc.syscall(SYS_getpid);
@@ -428,6 +428,51 @@ struct sys__keyed {
 	struct epoll_event *ev;
 };
 
+/* Close every number of this thread's own table (unshared): its copy would
+ * otherwise hold every file of the process open until the thread is gone,
+ * which pthread_join does not wait for (the kernel wakes the joiner before
+ * it drops the table): the program's close of a file's last number would
+ * not release it (no EOF for a pipe's reader, EADDRINUSE for a port). */
+static void sys__close_own_table(void)
+{
+	char buf[1024];
+	long n;
+	int d;
+
+	if (sys__libc.syscall(SYS_close_range, 0, ~0u, 0) == 0)
+		return;
+	/* Before Linux 5.9: each number listed, closed. */
+	d = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/fd",
+				   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (d < 0)
+		return;
+	while ((n = sys__libc.syscall(SYS_getdents64, d, buf, sizeof(buf))) >
+	       0) {
+		for (long off = 0; off < n;) {
+			struct {
+				uint64_t ino;
+				int64_t off;
+				unsigned short reclen;
+				unsigned char type;
+				char name[];
+			} *de = (void *)(buf + off);
+			char *p = de->name;
+			int fd = 0;
+
+			off += de->reclen;
+			if (*p < '0' || *p > '9')
+				continue;
+			while (*p >= '0' && *p <= '9')
+				fd = fd * 10 + (*p++ - '0');
+			if (fd != d)
+				sys__libc.syscall(SYS_close, fd);
+		}
+		/* The directory changed under us: read it again. */
+		sys__libc.syscall(SYS_lseek, d, 0, SEEK_SET);
+	}
+	sys__libc.syscall(SYS_close, d);
+}
+
 static void *sys__keyed_fn(void *arg)
 {
 	struct sys__keyed *k = arg;
@@ -436,16 +481,16 @@ static void *sys__keyed_fn(void *arg)
 	 * (raw calls: the preload's unshare and dup3 must not see them). */
 	k->r = -EAGAIN;
 	if (sys__libc.syscall(SYS_unshare, CLONE_FILES) < 0) {
-		k->r = -errno;
+		k->r = 1;
 		return NULL;
 	}
 	if (k->num != k->file &&
-	    sys__libc.syscall(SYS_dup3, k->file, k->num, O_CLOEXEC) < 0) {
-		k->r = -errno;
-		return NULL;
-	}
-	k->r = (int)sys__ret(sys__libc.syscall(SYS_epoll_ctl, k->epfd, k->op,
-					       k->num, k->ev));
+	    sys__libc.syscall(SYS_dup3, k->file, k->num, O_CLOEXEC) < 0)
+		k->r = 1; /* num at or above the soft limit: not made */
+	else
+		k->r = (int)sys__ret(sys__libc.syscall(SYS_epoll_ctl, k->epfd,
+						       k->op, k->num, k->ev));
+	sys__close_own_table();
 	return NULL;
 }
 
@@ -463,12 +508,12 @@ int sys_epoll_ctl_keyed(int epfd, int op, int num, int file,
 	e = pthread_create(&t, NULL, sys__keyed_fn, &k);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (e)
-		return -e;
+		return 1;
 	pthread_join(t, NULL);
 	return k.r;
 }
 
-int sys_epoll_target_find(int epfd, int tfd)
+int sys_epoll_target_find(int epfd, int tfd, int toff)
 {
 	char buf[1024];
 	long n, pid;
@@ -491,7 +536,7 @@ int sys_epoll_target_find(int epfd, int tfd)
 			} *de = (void *)(buf + off);
 			struct kcmp_epoll_slot slot = { .efd = (uint32_t)epfd,
 							.tfd = (uint32_t)tfd,
-							.toff = 0 };
+							.toff = (uint32_t)toff };
 			char *p = de->name;
 			int fd = 0;
 

@@ -127,19 +127,24 @@ int sys_eventfd_value(int fd, uint64_t *v);
  * caller frees it): its length, or -errno. */
 ssize_t sys_fdinfo(int fd, char **out);
 /* Does number fd hold the file registered in epoll epfd under tfd (its
- * first such registration: kcmp(2)'s KCMP_EPOLL_TFD)?  1 or 0 (0 too if
- * fd is not open or tfd not registered); -ENOSYS or -EPERM where kcmp is
- * not available. */
-int sys_epoll_target_is(int epfd, int tfd, int fd);
-/* A number that holds the file registered in epfd under tfd (/proc/self/fd
- * and kcmp(2)), or -1. */
-int sys_epoll_target_find(int epfd, int tfd);
+ * toff-th such registration, 0 the first, in the order of the epoll's
+ * fdinfo: kcmp(2)'s KCMP_EPOLL_TFD; an epoll holds two files under one
+ * number when the program closed the number of one and gave it to the
+ * other)?  1 or 0 (0 too if fd is not open or tfd not registered);
+ * -ENOSYS or -EPERM where kcmp is not available. */
+int sys_epoll_target_is(int epfd, int tfd, int toff, int fd);
+/* A number that holds the file registered in epfd under tfd (the toff-th:
+ * /proc/self/fd and kcmp(2)), or -1. */
+int sys_epoll_target_find(int epfd, int tfd, int toff);
 /* epoll_ctl(epfd, op, num, ev) as if number num held the file that number
  * file holds, whatever num holds in this process: the kernel keys a
  * registration by (file, number), and one made through a number the
  * program has since given to another file is reachable only so.  Made in
  * a helper thread with a copy of the fd table (unshare(CLONE_FILES)), so
- * the program's table is never touched.  0 or -errno. */
+ * the program's table is never touched, and the copy's numbers closed
+ * before the thread ends.  0 or -errno (the kernel's answer), or 1 if it
+ * could not be made (no thread, or num at or above the soft
+ * RLIMIT_NOFILE: the caller falls back to a number of the file). */
 int sys_epoll_ctl_keyed(int epfd, int op, int num, int file,
 			struct epoll_event *ev);
 void sys_yield(void);

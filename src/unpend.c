@@ -192,13 +192,22 @@ static bool unpend__edge(struct unpend *u)
  * wait's look at the probe (or stands: one edge reported twice, never one
  * lost).  So too where kcmp cannot tell, and for a number under which the
  * epoll holds more than one file (the first is all kcmp names). */
+int unpend_toff(const struct unpend_reg *regs, int i)
+{
+	int t = 0;
+
+	for (int j = 0; j < i; j++)
+		t += regs[j].fd == regs[i].fd;
+	return t;
+}
+
 static bool unpend__reachable(int epfd, const struct unpend_reg *regs,
 			      int n)
 {
 	for (int i = 0; i < n; i++) {
 		if (!(regs[i].events & (EPOLLET | EPOLLONESHOT)))
 			continue;
-		if (sys_epoll_target_is(epfd, regs[i].fd, regs[i].fd) != 1)
+		if (sys_epoll_target_is(epfd, regs[i].fd, 0, regs[i].fd) != 1)
 			return false;
 		for (int j = 0; j < n; j++)
 			if (j != i && regs[j].fd == regs[i].fd)

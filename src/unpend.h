@@ -46,7 +46,11 @@ struct unpend_reg {
 	uint32_t events;
 	uint64_t data;
 };
-/* Every registration of epfd: the count, or -errno; *out malloc'd. */
+/* Every registration of epfd: the count, or -errno; *out malloc'd.  In
+ * the kernel's order (fdinfo's), which kcmp's KCMP_EPOLL_TFD counts in. */
 int unpend_regs(int epfd, struct unpend_reg **out);
+/* regs[i]'s place among the registrations under its number (kcmp's toff:
+ * sys_epoll_target_is). */
+int unpend_toff(const struct unpend_reg *regs, int i);
 
 #endif

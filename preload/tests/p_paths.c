@@ -81,6 +81,18 @@
  *             DEL through that number, once it is the eventfd's again,
  *             succeeds (the registration's key kept: pfuzz's seed
  *             820034982)
+ *   keytwo    two files registered under one number (the program closed
+ *             it and gave it to another it registered too): an instance's
+ *             demotion gives each registration its own data (pfuzz's seed
+ *             830006038: the kernel names the two in an order of its
+ *             own, so 20 rounds)
+ *   keyclose  after such a demotion (fdopen's) the eventfd's last close
+ *             drops its registration and a pipe's writer's close gives the
+ *             reader POLLHUP at once: the library keeps no copy of the
+ *             program's files (helper-26), 50 times
+ *   scmet     an epoll nested EPOLLET, demoted by its send over a UNIX
+ *             socket: each later write of its eventfd is an edge for the
+ *             holder (helper-26)
  *   forkadd   a forked child's ctl of an instance it inherited is the
  *             parent's too (F24): an eventfd the child makes and ADDs
  *             leaves with the child; an inherited instance the child ADDs,
@@ -103,6 +115,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -1512,6 +1525,128 @@ static void run_keyreuse(void)
 	}
 }
 
+static void run_keytwo(void)
+{
+	char *av[] = { "true", NULL };
+	int bad = 0;
+	pid_t pid;
+
+	for (int i = 0; i < 20; i++) {
+		int ep = epoll_create1(EPOLL_CLOEXEC), e = eventfd(0, 0);
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT };
+		struct epoll_event o[4];
+		int again, in, n;
+
+		P_REQUIRE(ep >= 0 && e >= 0);
+		ev.data.u64 = 0xa;
+		P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+		/* The eventfd inherited: its registration the kernel's. */
+		P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, av,
+				      environ) == 0 &&
+			  wait_child(pid) == 0);
+		P_REQUIRE((again = fcntl(e, F_DUPFD_CLOEXEC, 0)) >= 0);
+		close(e);
+		P_REQUIRE((in = epoll_create1(EPOLL_CLOEXEC)) == e);
+		ev.data.u64 = 0xb;
+		P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, in, &ev) == 0);
+		/* Now the instance inherited: its demotion. */
+		P_REQUIRE(fcntl(ep, F_SETFD, 0) == 0);
+		P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, av,
+				      environ) == 0 &&
+			  wait_child(pid) == 0);
+		n = epoll_wait(ep, o, 4, 0);
+		if (n != 1 || o[0].events != EPOLLOUT || o[0].data.u64 != 0xa) {
+			if (!bad)
+				printf("keytwo: round %d: wait %d {%#x %llu}\n",
+				       i, n, n > 0 ? o[0].events : 0,
+				       n > 0 ? (unsigned long long)o[0].data.u64
+					     : 0ull);
+			bad++;
+		}
+		close(in);
+		close(again);
+		close(ep);
+	}
+	printf("keytwo: %d rounds of 20 wrong\n", bad);
+}
+
+static void run_keyclose(void)
+{
+	int stale = 0, nohup = 0;
+
+	for (int i = 0; i < 50; i++) {
+		int ep = epoll_create1(0), e = eventfd(1, EFD_NONBLOCK), p[2];
+		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 9 };
+		struct epoll_event o[4];
+		struct pollfd pf = { .events = POLLIN };
+		int again, n;
+		FILE *f;
+
+		P_REQUIRE(ep >= 0 && e >= 0);
+		P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
+		P_REQUIRE((again = dup(e)) >= 0);
+		close(e);
+		P_REQUIRE(pipe(p) == 0 && p[0] == e);
+		/* Demotes the eventfd, its registration keyed by p[0]'s
+		 * number. */
+		P_REQUIRE((f = fdopen(dup(again), "r")) != NULL);
+		fclose(f);
+		close(again);
+		close(p[1]);
+		n = epoll_wait(ep, o, 4, 0);
+		pf.fd = p[0];
+		stale += n != 0;
+		nohup += poll(&pf, 1, 0) != 1 || !(pf.revents & POLLHUP);
+		close(p[0]);
+		close(ep);
+	}
+	printf("keyclose: closed eventfd reported %d, no POLLHUP %d\n", stale,
+	       nohup);
+}
+
+static void scm_send(int fd)
+{
+	int sv[2], got;
+	char c = 'x', cb[CMSG_SPACE(sizeof(int))];
+	struct iovec io = { &c, 1 };
+	struct msghdr m = { .msg_iov = &io, .msg_iovlen = 1,
+			    .msg_control = cb, .msg_controllen = sizeof(cb) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+
+	P_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	P_REQUIRE(sendmsg(sv[0], &m, 0) == 1 && recvmsg(sv[1], &m, 0) == 1);
+	memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof(int));
+	close(got);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+static void run_scmet(void)
+{
+	int ep = epoll_create1(0), in = epoll_create1(0);
+	int x = eventfd(0, EFD_NONBLOCK);
+	uint64_t one = 1;
+
+	P_REQUIRE(ep >= 0 && in >= 0 && x >= 0);
+	show_ctl("scmet: inner add", in, EPOLL_CTL_ADD, x, EPOLLIN, 7);
+	show_ctl("scmet: outer add", ep, EPOLL_CTL_ADD, in, EPOLLIN | EPOLLET,
+		 8);
+	scm_send(in);
+	show_wait("scmet: sent", ep);
+	for (int i = 0; i < 3; i++) {
+		P_REQUIRE(write(x, &one, 8) == 8);
+		show_wait("scmet: a write", ep);
+		show_wait("scmet: again", ep);
+	}
+	close(x);
+	close(in);
+	close(ep);
+}
+
 /* F24: after a fork both processes use one epoll file. */
 static void forkadd_child(int ep, int in, int ip)
 {
@@ -1679,6 +1814,8 @@ int main(int argc, char **argv)
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
 		{ "forkadd", run_forkadd }, { "keyreuse", run_keyreuse },
+		{ "keyclose", run_keyclose }, { "scmet", run_scmet },
+		{ "keytwo", run_keytwo },
 	};
 
 	self = argv[0];
