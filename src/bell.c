@@ -485,6 +485,20 @@ void bell_clear(struct bell *b, struct readyq *q)
 		bell_kick(b);
 }
 
+void bell_unstale(struct bell *b, struct readyq *q)
+{
+	if (!atomic_load(&b->set) || atomic_load(&b->dozers))
+		return;
+	bell__take(b, false);
+	/* seq_cst: the take's store of set, then the sources' loads (item_poll
+	 * in rq_any_ready); pairs with a signal's change of its source then
+	 * its load of set (bell__kick): an event before the take is seen
+	 * ready here, one after it rings (models/unstale.pml). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (rq_any_ready(q))
+		bell_kick(b);
+}
+
 void bell__retake(struct bell *b, struct readyq *q)
 {
 	bell__take(b, true);

@@ -297,6 +297,14 @@ static inline void bell_took(struct bell *b, struct readyq *q)
  * if items are queued: the kernel epoll is then readable only for what is
  * there.  No system call when the doorbell is not rung. */
 void bell_clear(struct bell *b, struct readyq *q);
+/* UNSTALE: an instance held level-triggered by a kernel epoll (port.c,
+ * kheld) after one of its items stopped being ready: the doorbell taken if
+ * no queued item is ready, the queue left as it is (the kernel's poll of an
+ * epoll sees it not ready; its list keeps the stale entries in place until
+ * it scans them, so a prune would reorder).  Rings again if one is, or
+ * becomes, ready (the signal's kick after the take rings: DOORBELL).  Not
+ * while a batch holds items (dozers). */
+void bell_unstale(struct bell *b, struct readyq *q);
 /* Count the caller as a sleeper, then re-check the queue: false (not
  * counted) if items are queued, else the caller may sleep in the kernel
  * epoll and must call bell_sleep_end after (DOORBELL). */

@@ -1287,7 +1287,8 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
 	 * (uefd__was_read), or its holder's kernel epoll would report it. */
 	if (unlikely(v && !uefd__room(hw ? atomic_load(&e->sh->count) : cur + v,
 				      hw ? cur + v : 0)) &&
-	    bell_any_watched() && atomic_load(&e->wq.nout))
+	    (bell_any_watched() || port_any_kheld()) &&
+	    atomic_load(&e->wq.nout))
 		wq_unready(&e->wq);
 	return sizeof(v);
 }
@@ -1329,7 +1330,8 @@ static void uefd__was_read(struct uefd *e, bool emptied)
 {
 	if (atomic_load(&e->wq.nout))
 		wq_wake(&e->wq, EPOLLOUT, false);
-	if (emptied && bell_any_watched() && atomic_load(&e->wq.n))
+	if (emptied && (bell_any_watched() || port_any_kheld()) &&
+	    atomic_load(&e->wq.n))
 		wq_unready(&e->wq);
 }
 

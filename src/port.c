@@ -128,6 +128,7 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->rr_owed, 0);
 	atomic_init(&p->demote, PORT_LIVE);
 	p->forked = false;
+	atomic_init(&p->kheld, false);
 	batch_policy_init(&p->batch);
 	atomic_init(&p->bgen, 0);
 	atomic_store_explicit(&p->gen, atomic_fetch_add_explicit(
@@ -195,7 +196,8 @@ bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 	/* A watched instance must not stay readable for an event that did not
 	 * make the item ready (a write of 0): its holder's kernel epoll polls
 	 * it, and would otherwise report it (and disarm EPOLLONESHOT). */
-	if (bell_watched(&p->bell) &&
+	if ((bell_watched(&p->bell) ||
+	     atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
 		port_revalidate(p);
 	return ewake;
@@ -213,7 +215,8 @@ void port_item_kick(struct item *it)
 		return;
 	bell_kick_edge(&p->bell, port__fair(p));
 	/* As in port_item_signal: a watched instance's fd stays exact. */
-	if (bell_watched(&p->bell) &&
+	if ((bell_watched(&p->bell) ||
+	     atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
 		port_revalidate(p);
 }
@@ -531,9 +534,22 @@ static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	return r;
 }
 
+/* Instances a kernel epoll holds level-triggered (kheld), process-wide:
+ * while > 0, a read that empties a ueventfd looks at its items' instances
+ * (uefd__was_read). */
+static _Atomic int port__nkheld;
+
+bool port_any_kheld(void)
+{
+	return atomic_load_explicit(&port__nkheld, memory_order_relaxed) > 0;
+}
+
 void port_revalidate(struct port *p)
 {
-	bell_mirror(&p->bell, &p->rq);
+	if (bell_watched(&p->bell))
+		bell_mirror(&p->bell, &p->rq);
+	else if (atomic_load_explicit(&p->kheld, memory_order_relaxed))
+		bell_unstale(&p->bell, &p->rq);
 }
 
 void port_drop_source(struct wq *q)
@@ -951,6 +967,8 @@ static void port__release(struct uobj *o)
 
 	/* A kernel epoll's hold ends with our kernel epoll's file (WATCHED). */
 	bell_unhold(&p->bell);
+	if (atomic_exchange(&p->kheld, false))
+		atomic_fetch_sub(&port__nkheld, 1);
 	lock_take(&p->mtx);
 	while (!list_empty(&p->items)) {
 		struct item *it = container_of(p->items.next, struct item,
@@ -1044,6 +1062,12 @@ static bool port__polled(struct uobj *o, uint32_t events)
 	 * which DOORBELL keeps (a stale ring at most: uepoll(7)). */
 	if (p->forked) /* FORKED: exact, and its doorbell the parent's */
 		return false;
+	/* Held level-triggered (UNSTALE), for good: whatever the kernel
+	 * answers, a look costs no more than a system call when an item
+	 * stops being ready. */
+	if (events && !(events & EPOLLET) &&
+	    !atomic_exchange(&p->kheld, true))
+		atomic_fetch_add(&port__nkheld, 1);
 	if (events & EPOLLET)
 		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
 				&p->rq);

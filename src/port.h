@@ -45,6 +45,8 @@ void port_item_kick(struct item *it);
  * forget queued items that are not ready and, if none is left, make its fd
  * not readable.  No-op for an instance nobody watches. */
 void port_revalidate(struct port *p);
+/* Does a kernel epoll hold some instance level-triggered (UNSTALE)? */
+bool port_any_kheld(void);
 /* Remove every item of a closed source (its wq is marked dead). */
 void port_drop_source(struct wq *q);
 /* A demoted source (DEMOTE in eventfd.c, its wq marked dead): each item

@@ -49,6 +49,10 @@ struct port {
 	 * epoll is a file both share (FORKED in port.c).  Set in the child's
 	 * handler; read by an exec's demotion. */
 	bool forked;
+	/* A kernel epoll holds it level-triggered (uepoll_ctl's ADD or MOD
+	 * into one): its fd is kept from reading ready for items that are
+	 * not (UNSTALE in bell.c), for good. */
+	_Atomic bool kheld;
 	/* Incarnation, unique per process (see krec.inner_gen); relaxed: read
 	 * by a holder that found this object through its fd and address. */
 	_Atomic uint64_t gen;

@@ -115,6 +115,20 @@ static RQ__NOINLINE void rq__raw_splice_to_tx(struct readyq *q,
 	__cds_wfcq_splice_nonblocking(&q->txhead, &q->txtail, h, t);
 }
 
+/* The consumers' batch, walked without taking anything off it (the
+ * consumer mutex held): the first node, the next one; NULL at the end,
+ * CDS_WFCQ_WOULDBLOCK where a link is not stored yet. */
+static RQ__NOINLINE struct cds_wfcq_node *rq__raw_first(struct readyq *q)
+{
+	return __cds_wfcq_first_nonblocking(&q->txhead, &q->txtail);
+}
+
+static RQ__NOINLINE struct cds_wfcq_node *rq__raw_next(struct readyq *q,
+						       struct cds_wfcq_node *n)
+{
+	return __cds_wfcq_next_nonblocking(&q->txhead, &q->txtail, n);
+}
+
 /* A batch's hold list goes back behind the shared queue.  Splicing into the
  * shared queue is enqueue-like (an exchange of its tail): safe against
  * producers; the hold list is ours alone and fully linked. */
@@ -425,6 +439,31 @@ bool rq_prune(struct readyq *q)
 	atomic_store(&q->txbusy,
 		     !rq__raw_empty(&q->txhead, &q->txtail));
 	any = any || !rq__raw_empty(&q->whead, &q->wtail);
+	lock_drop(&q->lock);
+	return any;
+}
+
+bool rq_any_ready(struct readyq *q)
+{
+	struct cds_wfcq_node *n;
+	struct item *it;
+	bool any = false;
+
+	if (rq_empty(q))
+		return false;
+	lock_take(&q->lock);
+	rq__raw_splice(q);
+	for (n = rq__raw_first(q); n && !any; n = rq__raw_next(q, n)) {
+		if (n == CDS_WFCQ_WOULDBLOCK) {
+			any = true; /* cannot tell: assume the worst */
+			break;
+		}
+		it = container_of(n, struct item, qnode);
+		if (atomic_load_explicit(&it->state, memory_order_acquire) !=
+		    ITEM_DEAD)
+			any = rq__is_ready(it);
+	}
+	atomic_store(&q->txbusy, !rq__raw_empty(&q->txhead, &q->txtail));
 	lock_drop(&q->lock);
 	return any;
 }

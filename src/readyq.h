@@ -15,6 +15,7 @@
  *   rq_retire         yes      yes*    no      no      yes
  *   rq_empty          yes      yes     yes     yes     yes
  *   rq_prune          yes      yes*    yes*    yes*    yes
+ *   rq_any_ready      yes      yes*    yes*    yes*    yes
  *   (rq_harvest_batch and rq_batch_end are harvests in this table.)
  *   (* serialised inside by the consumer mutex; "no": the caller must hold
  *    the instance's mtx, as ctl does.)
@@ -132,5 +133,10 @@ void rq_batch_end(struct readyq *q, struct rq_batch *b);
  * not ready (as a harvest would) but delivers nothing: the kernel's poll of
  * an epoll, for an instance nested in another one. */
 bool rq_prune(struct readyq *q);
+/* Is a queued item ready (its source shows an event it asked for)?  A look
+ * that leaves every item where it is (the kernel keeps a stale entry in
+ * place until it scans the list: STALE in bell.c's unstale); true when it
+ * cannot tell (a link not stored yet). */
+bool rq_any_ready(struct readyq *q);
 
 #endif

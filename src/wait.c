@@ -272,7 +272,10 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 						 memory_order_relaxed) > 0);
 		return;
 	}
-	if (poll && bell_exact(&p->bell))
+	/* Nothing left: a stale doorbell goes (a poll; an instance a kernel
+	 * epoll holds level-triggered, UNSTALE, at every wait). */
+	if ((poll || atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
+	    bell_exact(&p->bell))
 		bell_clear(&p->bell, &p->rq);
 }
 

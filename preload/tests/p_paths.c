@@ -86,6 +86,10 @@
  *             demotion gives each registration its own data (pfuzz's seed
  *             830006038: the kernel names the two in an order of its
  *             own, so 20 rounds)
+ *   kheldlt   an instance a kernel epoll (a demoted one) holds
+ *             level-triggered stops reading ready when its last ready
+ *             eventfd is read empty, DELeted, or taken by a one-shot wait
+ *             (K in reliability.md; pfuzz's seeds 1301426, 840027367)
  *   keyclose  after such a demotion (fdopen's) the eventfd's last close
  *             drops its registration and a pipe's writer's close gives the
  *             reader POLLHUP at once: the library keeps no copy of the
@@ -1570,6 +1574,50 @@ static void run_keytwo(void)
 	printf("keytwo: %d rounds of 20 wrong\n", bad);
 }
 
+static void run_kheldlt(void)
+{
+	char *av[] = { "true", NULL };
+	int a = epoll_create1(0), b = epoll_create1(EPOLL_CLOEXEC);
+	int x = eventfd(3, EFD_NONBLOCK | EFD_CLOEXEC);
+	int y = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	struct pollfd pf = { .fd = a, .events = POLLIN };
+	uint64_t v = 1;
+	pid_t pid;
+
+	P_REQUIRE(a >= 0 && b >= 0 && x >= 0 && y >= 0);
+	/* a inherited by the spawn: a kernel epoll from then on. */
+	P_REQUIRE(posix_spawn(&pid, "/bin/true", NULL, NULL, av, environ) ==
+			  0 &&
+		  wait_child(pid) == 0);
+	show_ctl("kheldlt: a holds b", a, EPOLL_CTL_ADD, b, EPOLLIN, 1);
+	show_ctl("kheldlt: b holds x", b, EPOLL_CTL_ADD, x, EPOLLIN, 2);
+	SHOW("kheldlt: poll a", poll(&pf, 1, 0), pf.revents);
+	P_REQUIRE(read(x, &v, 8) == 8);
+	SHOW("kheldlt: x read empty, poll a", poll(&pf, 1, 0), pf.revents);
+	show_wait("kheldlt: wait a", a);
+	P_REQUIRE(write(x, &v, 8) == 8);
+	SHOW("kheldlt: x written, poll a", poll(&pf, 1, 0), pf.revents);
+	show_ctl("kheldlt: b dels x", b, EPOLL_CTL_DEL, x, 0, 0);
+	SHOW("kheldlt: x deleted, poll a", poll(&pf, 1, 0), pf.revents);
+	show_ctl("kheldlt: b holds x one-shot", b, EPOLL_CTL_ADD, x,
+		 EPOLLIN | EPOLLONESHOT, 3);
+	show_wait("kheldlt: wait b", b);
+	SHOW("kheldlt: x taken, poll a", poll(&pf, 1, 0), pf.revents);
+	/* Two items, one emptied, the other still ready. */
+	show_ctl("kheldlt: b holds y", b, EPOLL_CTL_ADD, y, EPOLLIN, 4);
+	show_ctl("kheldlt: b mods x", b, EPOLL_CTL_MOD, x, EPOLLIN, 5);
+	P_REQUIRE(write(y, &v, 8) == 8);
+	P_REQUIRE(read(x, &v, 8) == 8);
+	SHOW("kheldlt: x read, y not, poll a", poll(&pf, 1, 0), pf.revents);
+	P_REQUIRE(read(y, &v, 8) == 8);
+	SHOW("kheldlt: both read, poll a", poll(&pf, 1, 0), pf.revents);
+	show_wait("kheldlt: wait b", b);
+	close(y);
+	close(x);
+	close(b);
+	close(a);
+}
+
 static void run_keyclose(void)
 {
 	int stale = 0, nohup = 0;
@@ -1815,7 +1863,7 @@ int main(int argc, char **argv)
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
 		{ "forkadd", run_forkadd }, { "keyreuse", run_keyreuse },
 		{ "keyclose", run_keyclose }, { "scmet", run_scmet },
-		{ "keytwo", run_keytwo },
+		{ "keytwo", run_keytwo }, { "kheldlt", run_kheldlt },
 	};
 
 	self = argv[0];
