@@ -428,27 +428,22 @@ struct sys__keyed {
 	struct epoll_event *ev;
 };
 
-/* Close every number of this thread's own table (unshared): its copy would
- * otherwise hold every file of the process open until the thread is gone,
- * which pthread_join does not wait for (the kernel wakes the joiner before
- * it drops the table): the program's close of a file's last number would
- * not release it (no EOF for a pipe's reader, EADDRINUSE for a port). */
-static void sys__close_own_table(void)
+/* fn(fd, arg) for each number the directory dir (/proc/self/fd,
+ * /proc/thread-self/fd) lists, but its own, until fn returns true: that
+ * number, or -1.  Raw calls (no wrapper of the preload sees them). */
+static int sys__fds_find(const char *dir, bool (*fn)(int, void *), void *arg)
 {
 	char buf[1024];
 	long n;
-	int d;
+	int d, r = -1;
 
-	if (sys__libc.syscall(SYS_close_range, 0, ~0u, 0) == 0)
-		return;
-	/* Before Linux 5.9: each number listed, closed. */
-	d = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, "/proc/thread-self/fd",
+	d = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, dir,
 				   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (d < 0)
-		return;
-	while ((n = sys__libc.syscall(SYS_getdents64, d, buf, sizeof(buf))) >
-	       0) {
-		for (long off = 0; off < n;) {
+		return -1;
+	while (r < 0 && (n = sys__libc.syscall(SYS_getdents64, d, buf,
+					       sizeof(buf))) > 0) {
+		for (long off = 0; off < n && r < 0;) {
 			struct {
 				uint64_t ino;
 				int64_t off;
@@ -464,13 +459,39 @@ static void sys__close_own_table(void)
 				continue;
 			while (*p >= '0' && *p <= '9')
 				fd = fd * 10 + (*p++ - '0');
-			if (fd != d)
-				sys__libc.syscall(SYS_close, fd);
+			if (fd != d && fn(fd, arg))
+				r = fd;
 		}
-		/* The directory changed under us: read it again. */
-		sys__libc.syscall(SYS_lseek, d, 0, SEEK_SET);
 	}
 	sys__libc.syscall(SYS_close, d);
+	return r;
+}
+
+static bool sys__close_one(int fd, void *closed)
+{
+	sys__libc.syscall(SYS_close, fd);
+	(*(int *)closed)++;
+	return false;
+}
+
+/* Close every number of this thread's own table (unshared): its copy would
+ * otherwise hold every file of the process open until the thread is gone,
+ * which pthread_join does not wait for (the kernel wakes the joiner before
+ * it drops the table): the program's close of a file's last number would
+ * not release it (no EOF for a pipe's reader, EADDRINUSE for a port). */
+static void sys__close_own_table(void)
+{
+	int closed;
+
+	if (sys__libc.syscall(SYS_close_range, 0, ~0u, 0) == 0)
+		return;
+	/* Before Linux 5.9: each number listed, closed; again until a pass
+	 * finds none (a listing read while its numbers close may skip). */
+	do {
+		closed = 0;
+		(void)sys__fds_find("/proc/thread-self/fd", sys__close_one,
+				    &closed);
+	} while (closed);
 }
 
 static void *sys__keyed_fn(void *arg)
@@ -513,46 +534,28 @@ int sys_epoll_ctl_keyed(int epfd, int op, int num, int file,
 	return k.r;
 }
 
+struct sys__target {
+	long pid;
+	struct kcmp_epoll_slot slot;
+};
+
+static bool sys__is_target(int fd, void *arg)
+{
+	struct sys__target *t = arg;
+
+	return sys__libc.syscall(SYS_kcmp, t->pid, t->pid, KCMP_EPOLL_TFD, fd,
+				 (unsigned long)&t->slot) == 0;
+}
+
 int sys_epoll_target_find(int epfd, int tfd, int toff)
 {
-	char buf[1024];
-	long n, pid;
-	int d, r = -1;
+	struct sys__target t = {
+		.pid = sys__libc.syscall(SYS_getpid),
+		.slot = { .efd = (uint32_t)epfd, .tfd = (uint32_t)tfd,
+			  .toff = (uint32_t)toff },
+	};
 
-	d = (int)sys__libc.syscall(SYS_openat, AT_FDCWD, "/proc/self/fd",
-				   O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (d < 0)
-		return -1;
-	pid = sys__libc.syscall(SYS_getpid);
-	while (r < 0 && (n = sys__libc.syscall(SYS_getdents64, d, buf,
-					       sizeof(buf))) > 0) {
-		for (long off = 0; off < n && r < 0;) {
-			struct {
-				uint64_t ino;
-				int64_t off;
-				unsigned short reclen;
-				unsigned char type;
-				char name[];
-			} *de = (void *)(buf + off);
-			struct kcmp_epoll_slot slot = { .efd = (uint32_t)epfd,
-							.tfd = (uint32_t)tfd,
-							.toff = (uint32_t)toff };
-			char *p = de->name;
-			int fd = 0;
-
-			off += de->reclen;
-			if (*p < '0' || *p > '9')
-				continue;
-			while (*p >= '0' && *p <= '9')
-				fd = fd * 10 + (*p++ - '0');
-			if (fd != d &&
-			    sys__libc.syscall(SYS_kcmp, pid, pid, KCMP_EPOLL_TFD,
-					      fd, (unsigned long)&slot) == 0)
-				r = fd;
-		}
-	}
-	sys__libc.syscall(SYS_close, d);
-	return r;
+	return sys__fds_find("/proc/self/fd", sys__is_target, &t);
 }
 
 /* preadv2(2) with RWF_NOWAIT: the kernel's eventfd read that never sleeps,
