@@ -19,6 +19,8 @@
  */
 #include "testlib.h"
 
+#include <sys/syscall.h>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -58,12 +60,17 @@ static int s_close(const struct sys *s, int fd)
 	return s->kernel ? close(fd) : uepoll_close(fd);
 }
 
+/* The kind of the last eventfd made (the case's): where op_start's
+ * operations sleep. */
+static enum kind op_kind;
+
 /* A blocking eventfd of the kind, holding init. */
 static int make(const struct sys *s, enum kind k, uint64_t init, int sem)
 {
 	int fd, st;
 	pid_t p;
 
+	op_kind = k;
 	fd = s->kernel ? eventfd(0, sem)
 		       : ueventfd(0, sem | (k == K_NOPOLL ? UEVENTFD_NOPOLL : 0));
 	REQUIRE(fd >= 0);
@@ -90,6 +97,8 @@ struct op {
 	_Atomic bool done;
 	ssize_t r;
 	int err;
+	int expect; /* the system call it sleeps in (-2: any but a futex's,
+		     * -1: any): op_start */
 };
 
 static void *op_fn(void *arg)
@@ -109,6 +118,13 @@ static void op_start(struct op *o, const struct sys *s, int fd, bool write,
 		     uint64_t v)
 {
 	memset(o, 0, sizeof(*o));
+	/* The kernel's eventfd sleeps in the call itself; a default
+	 * ueventfd's read in a system call on its kernel fd (read(2), or
+	 * ppoll(2) under ThreadSanitizer), not a futex (-2); the others sleep
+	 * on a futex, which this cannot tell from any other (-1). */
+	o->expect = s->kernel ? (write ? SYS_write : SYS_read)
+		    : !write && op_kind == K_DEFAULT ? -2
+						      : -1;
 	o->s = s;
 	o->fd = fd;
 	o->write = write;
@@ -117,6 +133,21 @@ static void op_start(struct op *o, const struct sys *s, int fd, bool write,
 	while (!atomic_load(&o->tid))
 		sched_yield();
 	REQUIRE(t_wait_sleeping(atomic_load(&o->tid), 10000));
+	/* Asleep is not yet blocked in the call (a busy machine, or
+	 * ThreadSanitizer's own locks, can show the thread asleep before it
+	 * got there, and O_NONBLOCK set then is seen at its entry, natively
+	 * too): where the sleep is a read(2) or write(2) of the fd, wait for
+	 * that system call. */
+	if (o->expect != -1) {
+		uint64_t until = t_now_ns() + 10000000000ull;
+		int nr;
+
+		while ((nr = t_blocked_in(atomic_load(&o->tid), 10000)) < 0 ||
+		       (o->expect >= 0 ? nr != o->expect : nr == SYS_futex)) {
+			REQUIRE(t_now_ns() < until);
+			sched_yield();
+		}
+	}
 }
 
 static void op_join(struct op *o)
