@@ -577,9 +577,11 @@ int port_demote_source(struct wq *q, struct uobj *src)
  * num all the same (the kernel's key is (file, number)), so that the
  * program's DEL through num, once num is src's file again, finds it, as
  * natively (pfuzz's seed 820034982).  Not with our own bits (records). */
-static bool port__keyed(struct uobj *src, int num, int fd)
+static bool port__keyed(struct uobj *src, int num, int fd,
+			const struct epoll_event *ev)
 {
-	return num >= 0 && fd == src->kfd && num != fd;
+	return num >= 0 && fd == src->kfd && num != fd &&
+	       !(ev->events & (EPOLLROUNDROBIN | EPOLLURGENT));
 }
 
 static int port__kadd_keyed(struct port *p, int num, struct uobj *src,
@@ -587,8 +589,6 @@ static int port__kadd_keyed(struct port *p, int num, struct uobj *src,
 {
 	int r;
 
-	if (ev->events & (EPOLLROUNDROBIN | EPOLLURGENT))
-		return port__ctl_kernel(p, EPOLL_CTL_ADD, src->kfd, ev);
 	lock_take(&p->mtx);
 	r = krec_kadd_keyed(p, num, src->kfd, ev);
 	lock_drop(&p->mtx);
@@ -661,7 +661,7 @@ static int port__take_source(struct wq *q, struct uobj *src)
 			/* (Not under the private number, which the source's
 			 * demotion closes and the library may take again: the
 			 * registration would keep the record's data.) */
-			if (port__keyed(src, num, fd)) {
+			if (port__keyed(src, num, fd, &ev)) {
 				if (probe >= 0)
 					fdzone_close(probe);
 				r = port__kadd_keyed(p, num, src, &ev);
@@ -908,8 +908,7 @@ int port_demote(struct port *p)
 			uefd_watched_outside((struct uefd *)v[i].src);
 		}
 		fd = uobj_key_number(v[i].src, v[i].fd, &v[i].tmp);
-		keyed = port__keyed(v[i].src, v[i].fd, fd) &&
-			!(v[i].ev.events & (EPOLLROUNDROBIN | EPOLLURGENT));
+		keyed = port__keyed(v[i].src, v[i].fd, fd, &v[i].ev);
 		num = v[i].fd;
 		v[i].fd = fd; /* its copy, if tmp, closed after the settle */
 		/* UNPEND: its probe before the ADD, which would report the
