@@ -117,6 +117,7 @@
 #include "fdtab.h"
 #include "bell.h"
 #include "fdzone.h"
+#include "config.h"
 #include "lock.h"
 #include "port.h"
 #include "sys.h"
@@ -138,61 +139,14 @@ static uint64_t uefd__room(uint64_t c, uint64_t h)
 	return c > UEFD_MAX || h > UEFD_MAX - c ? 0 : UEFD_MAX - c - h;
 }
 
-/* A decimal number at *s (no sign); advances *s past it. */
-static bool uefd__parse_num(const char **s, uint64_t *out)
-{
-	int saved = errno; /* a successful ueventfd() leaves errno alone */
-	unsigned long long x;
-	bool ok;
-	char *end;
-
-	if (**s < '0' || **s > '9')
-		return false;
-	errno = 0;
-	x = strtoull(*s, &end, 10);
-	ok = errno == 0;
-	errno = saved;
-	if (ok) {
-		*out = x;
-		*s = end;
-	}
-	return ok;
-}
-
-/*
- * The process default from UEPOLL_EVENTFD_COALESCE="delay_us[,count]", read
- * once.  Malformed or out-of-range values mean no coalescing (a library
- * cannot fail the program for its environment).
- */
+/* The process default: UEPOLL_EVENTFD_COALESCE (config.c). */
 static void uefd__default(struct ueventfd_coalesce *d)
 {
-	static _Atomic int known; /* 0 unknown, 1 read */
-	static _Atomic uint32_t ddelay;
-	static _Atomic uint64_t dcount;
+	struct config c = config_get();
 
-	/* acquire: pairs with the release store below (the values are stored
-	 * before it; two racing first calls store the same values). */
-	if (!atomic_load_explicit(&known, memory_order_acquire)) {
-		const char *s = getenv("UEPOLL_EVENTFD_COALESCE");
-		uint64_t delay = 0, count = 0;
-		bool ok = s && uefd__parse_num(&s, &delay) &&
-			  delay <= UEVENTFD_COALESCE_MAX_US;
-
-		if (ok && *s == ',') {
-			s++;
-			ok = uefd__parse_num(&s, &count);
-		}
-		if (ok && !*s) {
-			atomic_store_explicit(&ddelay, (uint32_t)delay,
-					      memory_order_relaxed);
-			atomic_store_explicit(&dcount, count,
-					      memory_order_relaxed);
-		}
-		atomic_store_explicit(&known, 1, memory_order_release);
-	}
-	d->delay_us = atomic_load_explicit(&ddelay, memory_order_relaxed);
+	d->delay_us = c.coalesce_us;
 	d->flags = 0;
-	d->count = atomic_load_explicit(&dcount, memory_order_relaxed);
+	d->count = c.coalesce_count;
 }
 
 /*

@@ -91,6 +91,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "config.h"
 #include "eventfd.h"
 #include "fdtab.h"
 #include "shm.h"
@@ -679,15 +680,6 @@ static bool obj__inherited(const struct uobj *o)
 	return false;
 }
 
-/* UEPOLL_FORK_DEMOTE_INSTANCES=1, read once at load: fork() demotes the
- * instances too (FORK). */
-static bool obj__fork_instances;
-/* UEPOLL_FORK_DEMOTE_EVENTFDS=1, read once at load: fork() demotes the
- * ueventfds instead of sharing them (SHARED in eventfd.c), for a program
- * that forks but never uses a ueventfd in two processes and would rather
- * have the kernel's costs for the ones alive at its forks. */
-static bool obj__fork_demote_efds;
-
 /* The live objects want() takes, each with a reference (put them and free
  * *out; want runs under obj__lock): the count, or -ENOMEM (none taken). */
 static ssize_t obj__collect(bool (*want)(const struct uobj *, const void *),
@@ -731,6 +723,12 @@ static ssize_t obj__collect(bool (*want)(const struct uobj *, const void *),
 static bool obj__to_demote(const struct uobj *o, const void *arg)
 {
 	bool exec_only = *(const bool *)arg;
+	/* UEPOLL_FORK_DEMOTE_INSTANCES=1: fork() demotes the instances too
+	 * (FORK); UEPOLL_FORK_DEMOTE_EVENTFDS=1: it demotes the ueventfds
+	 * instead of sharing them (SHARED in eventfd.c), for a program that
+	 * forks but never uses a ueventfd in two processes and would rather
+	 * have the kernel's costs for the ones alive at its forks. */
+	struct config c = config_get();
 
 	if (o->fd < 0)
 		return false;
@@ -738,9 +736,9 @@ static bool obj__to_demote(const struct uobj *o, const void *arg)
 		struct uefd *e = (struct uefd *)o;
 
 		if (uefd_demoting(e) ||
-		    (!exec_only && !obj__fork_demote_efds && uefd_shared(e)))
+		    (!exec_only && !c.fork_demote_eventfds && uefd_shared(e)))
 			return false;
-	} else if ((!exec_only && !obj__fork_instances) ||
+	} else if ((!exec_only && !c.fork_demote_instances) ||
 		   (exec_only && port_exec_keeps((struct port *)o))) {
 		return false;
 	}
@@ -767,7 +765,7 @@ static int obj__demote_all(bool exec_only)
 			 * exec demotes it. */
 			e = v[i]->type != UOBJ_EVENTFD
 				    ? port_demote((struct port *)v[i])
-			    : exec_only || obj__fork_demote_efds
+			    : exec_only || config_get().fork_demote_eventfds
 				    ? uefd_demote((struct uefd *)v[i])
 				    : uefd_share((struct uefd *)v[i]);
 			if (e < 0 && !r)
@@ -998,10 +996,5 @@ __attribute__((destructor)) static void obj__exit(void)
 
 __attribute__((constructor)) static void obj__setup(void)
 {
-	const char *e = getenv("UEPOLL_FORK_DEMOTE_INSTANCES");
-
-	obj__fork_instances = e && *e && strcmp(e, "0") != 0;
-	e = getenv("UEPOLL_FORK_DEMOTE_EVENTFDS");
-	obj__fork_demote_efds = e && *e && strcmp(e, "0") != 0;
 	pthread_atfork(obj__prepare, obj__parent, obj__child);
 }

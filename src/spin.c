@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <urcu/arch.h>
 
+#include "config.h"
 #include "spin.h"
 #include "sys.h"
 
@@ -62,26 +63,14 @@
 /* Polls between two looks at the clock. */
 #define SPIN_POLLS 32
 
-/* UEPOLL_SPIN_NS, read once per process: a number of ns (0: never spin). */
+/* UEPOLL_SPIN_NS (config.c): a number of ns (0: never spin), capped. */
 static uint32_t spin__max(void)
 {
-	static _Atomic int64_t cached = -1;
-	int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+	int64_t v = config_get().spin_ns;
 
-	if (v < 0) {
-		const char *e = getenv("UEPOLL_SPIN_NS");
-		char *end;
-		long long n;
-
-		v = SPIN_DEFAULT_NS;
-		if (e && *e) {
-			n = strtoll(e, &end, 10);
-			if (!*end && n >= 0)
-				v = n > SPIN_LIMIT_NS ? SPIN_LIMIT_NS : n;
-		}
-		atomic_store_explicit(&cached, v, memory_order_relaxed);
-	}
-	return (uint32_t)v;
+	if (v < 0)
+		return SPIN_DEFAULT_NS;
+	return v > SPIN_LIMIT_NS ? SPIN_LIMIT_NS : (uint32_t)v;
 }
 
 void spin_init(struct spin *s, bool off)
