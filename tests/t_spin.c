@@ -1,48 +1,145 @@
 /*
- * t_spin: a blocking wait spins a little before it sleeps (SPIN in spin.c).
- *  - spins: with a long spin allowed (UEPOLL_SPIN_NS), a wait whose event is
- *    written 2 ms after it began returns it without blocking (no voluntary
- *    context switch of the waiting thread), on a default instance; on an
- *    instance created with UEPOLL_NOSPIN the same wait blocks;
- *  - the deadline bounds the spin: a 1 ms wait returns 0 long before the
- *    allowed 200 ms spin is over;
- *  - adapts (in a child process with a 4 ms spin): a first wait with nothing
- *    coming spins; waits that keep finding nothing stop spinning, except for
- *    an occasional probe (after 16 sleeps, then 32, 64...): of the last 32
- *    of 64 such waits, 1 to 4 spin.
- *    Spinning is told from sleeping by the thread's CPU time (a spin of 4 ms
- *    costs milliseconds, a sleep microseconds: the line drawn at 0.5 ms);
- *  - an instance that got a held wakeup (a coalescing ueventfd) stops
- *    spinning: none of its next waits spins;
- *  - UEPOLL_SPIN_NS=0 never spins.
+ * t_spin: a blocking wait spins a little before it sleeps (SPIN in spin.c),
+ * and the spin adapts.  Nothing here is decided by a clock: whether a spin
+ * ran is whether it polled (its ready() was called, or a wait's spin left
+ * the instance's budget halved), never how long it took or what it cost.
+ *
+ * The policy, on a struct spin of our own (spin_wait with a ready() that
+ * counts its calls):
+ *  - a spin that finds nothing halves the budget, down to 0; at budget 0
+ *    waits sleep at once but for a probe after 16 sleeps, then 32, 64...:
+ *    the first of 64 such waits spins, and 1 to 4 of the last 32;
+ *  - a spin that finds something returns at once with it and keeps (or
+ *    grows back) the budget;
+ *  - a deadline already past: no poll at all, and the budget unchanged (a
+ *    cut spin says nothing);
+ *  - at most two spinners at once: a third sleeps at once;
+ *  - an instance made with UEPOLL_NOSPIN, or one that got a deferred
+ *    (coalesced) wakeup, never polls.
+ * Through uepoll_wait (the instance's own struct spin, read through the
+ * private headers):
+ *  - a default instance's wait that finds nothing spins (UEPOLL_SPIN_NS of
+ *    1 ms, the wait's timeout longer: its budget is halved after it);
+ *  - an instance made with UEPOLL_NOSPIN does not (no budget, none spent);
+ *  - an instance whose ueventfd coalesces stops spinning at its first held
+ *    wakeup;
+ *  - UEPOLL_SPIN_NS=0 (read once per process: in a child) never spins.
  */
 #include "testlib.h"
 
-#include <pthread.h>
-#include <sched.h>
+#include "fdtab.h"
+#include "port_impl.h"
+#include "spin.h"
+
 #include <stdatomic.h>
-#include <stdbool.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define ROUNDS 24
+#define MAX_NS 4000000u
 
-struct waiter {
-	int ep, efd;
-	_Atomic int entered; /* rounds begun */
-	_Atomic int done;    /* rounds finished */
-	int blocked;	     /* rounds with a voluntary context switch */
-	int bad;
-};
+static int calls, hit_at; /* ready()'s calls; the call that finds (0: none) */
 
-static long nvcsw(void)
+static bool ready(void *arg)
 {
-	struct rusage ru;
+	(void)arg;
+	return ++calls == hit_at;
+}
 
-	getrusage(RUSAGE_THREAD, &ru);
-	return ru.ru_nvcsw;
+/* One spin_wait on s: did it poll? */
+static bool polled(struct spin *s, int64_t deadline, bool *hit)
+{
+	bool h;
+
+	calls = 0;
+	h = spin_wait(s, ready, NULL, deadline);
+	if (hit)
+		*hit = h;
+	return calls > 0;
+}
+
+static void fresh(struct spin *s, uint32_t max)
+{
+	spin_init(s, false);
+	s->max = max;
+	atomic_store(&s->budget, max);
+}
+
+static void test_adapts(void)
+{
+	struct spin s;
+	bool spun[64];
+	int late = 0;
+
+	fresh(&s, MAX_NS);
+	hit_at = 0;
+	for (int i = 0; i < 64; i++)
+		spun[i] = polled(&s, -1, NULL);
+	for (int i = 32; i < 64; i++)
+		late += spun[i];
+	CHECK(spun[0]);
+	CHECK(late >= 1 && late <= 4);
+	CHECK_EQ(atomic_load(&s.budget), 0);
+}
+
+static void test_hit(void)
+{
+	struct spin s;
+	bool hit;
+
+	fresh(&s, MAX_NS);
+	atomic_store(&s.budget, MAX_NS / 4);
+	hit_at = 5;
+	CHECK(polled(&s, -1, &hit));
+	CHECK(hit);
+	CHECK_EQ(calls, 5);
+	CHECK_EQ(atomic_load(&s.budget), MAX_NS / 2); /* grown back */
+}
+
+static void test_deadline(void)
+{
+	struct spin s;
+	bool hit = true;
+
+	fresh(&s, MAX_NS);
+	hit_at = 0;
+	CHECK(!polled(&s, 0, &hit)); /* CLOCK_MONOTONIC 0: long past */
+	CHECK(!hit);
+	CHECK_EQ(atomic_load(&s.budget), MAX_NS);
+}
+
+static void test_spinners(void)
+{
+	struct spin s;
+
+	fresh(&s, MAX_NS);
+	hit_at = 1;
+	atomic_store(&s.spinners, 2);
+	CHECK(!polled(&s, -1, NULL));
+	atomic_store(&s.spinners, 1);
+	CHECK(polled(&s, -1, NULL));
+	CHECK_EQ(atomic_load(&s.spinners), 1);
+}
+
+static void test_off(void)
+{
+	struct spin s;
+
+	spin_init(&s, true);
+	hit_at = 1;
+	CHECK(spin_off(&s));
+	CHECK(!polled(&s, -1, NULL));
+	fresh(&s, MAX_NS);
+	spin_deferred(&s);
+	CHECK(spin_off(&s));
+	CHECK(!polled(&s, -1, NULL));
+}
+
+static struct spin *spin_of(int ep)
+{
+	struct port *p = (struct port *)(void *)fdtab_peek(ep);
+
+	REQUIRE(p);
+	return &p->spin;
 }
 
 /* An instance (made with uflags) watching a new ueventfd for EPOLLIN. */
@@ -57,167 +154,59 @@ static int open_pair(unsigned int uflags, int *efd)
 	return ep;
 }
 
-static void *waiter_main(void *arg)
-{
-	struct waiter *w = arg;
-
-	for (int r = 0; r < ROUNDS; r++) {
-		struct epoll_event ev;
-		eventfd_t v;
-		long before = nvcsw();
-		int n;
-
-		atomic_store(&w->entered, r + 1);
-		n = uepoll_wait(w->ep, &ev, 1, 5000);
-		if (nvcsw() != before)
-			w->blocked++;
-		if (n != 1 || ueventfd_read(w->efd, &v) != 0 || v != 1)
-			w->bad++;
-		atomic_store(&w->done, r + 1);
-	}
-	return NULL;
-}
-
-/* ROUNDS waits on an instance made with uflags, each event written 2 ms
- * after the wait began; returns how many rounds the waiter blocked in. */
-static int rounds_blocked(unsigned int uflags)
-{
-	struct waiter w = { 0 };
-	pthread_t th;
-
-	w.ep = open_pair(uflags, &w.efd);
-	REQUIRE(pthread_create(&th, NULL, waiter_main, &w) == 0);
-	for (int r = 1; r <= ROUNDS; r++) {
-		while (atomic_load(&w.entered) < r)
-			sched_yield();
-		t_sleep_ms(2);
-		REQUIRE(ueventfd_write(w.efd, 1) == 0);
-		while (atomic_load(&w.done) < r)
-			sched_yield();
-	}
-	REQUIRE(t_join_within(th, 10000));
-	CHECK_EQ(w.bad, 0);
-	uepoll_close(w.efd);
-	uepoll_close(w.ep);
-	return w.blocked;
-}
-
-static void test_spins(void)
-{
-	int spun = rounds_blocked(0), slept = rounds_blocked(UEPOLL_NOSPIN);
-
-	fprintf(stderr, "blocked in %d of %d rounds spinning, %d of %d with "
-			"UEPOLL_NOSPIN\n",
-		spun, ROUNDS, slept, ROUNDS);
-	CHECK(spun <= ROUNDS / 4);
-	CHECK(slept >= ROUNDS / 2);
-}
-
-static void test_deadline(void)
+/* One wait of 50 ms on a new instance made with uflags, nothing written:
+ * its spin's budget before and after. */
+static void wait_once(unsigned int uflags, uint32_t *before, uint32_t *after)
 {
 	struct epoll_event ev;
-	int efd, ep = open_pair(0, &efd);
-	uint64_t t0 = t_now_ns();
+	int efd, ep = open_pair(uflags, &efd);
 
-	CHECK_EQ(uepoll_wait(ep, &ev, 1, 1), 0);
-	/* The allowed spin is 200 ms; the wait asked for 1 ms. */
-	CHECK(t_now_ns() - t0 < 150000000u);
+	*before = atomic_load(&spin_of(ep)->budget);
+	CHECK_EQ(uepoll_wait(ep, &ev, 1, 50), 0);
+	*after = atomic_load(&spin_of(ep)->budget);
 	uepoll_close(efd);
 	uepoll_close(ep);
 }
 
-static uint64_t cpu_ns(void)
+static void test_wait_spins(void)
 {
-	struct timespec ts;
+	uint32_t b0, b1;
 
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	wait_once(0, &b0, &b1);
+	CHECK_EQ(b0, 1000000);
+	CHECK_EQ(b1, 500000);
+	wait_once(UEPOLL_NOSPIN, &b0, &b1);
+	CHECK_EQ(b0, 0);
+	CHECK_EQ(b1, 0);
 }
 
-/* n waits of 8 ms on ep, where nothing comes: which ones spun. */
-static int waits_spinning_on(int ep, bool *spun, int n)
-{
-	struct epoll_event ev;
-	int count = 0;
-
-	for (int i = 0; i < n; i++) {
-		uint64_t c0 = cpu_ns();
-
-		CHECK_EQ(uepoll_wait(ep, &ev, 1, 8), 0);
-		spun[i] = cpu_ns() - c0 >= 500000u;
-		count += spun[i];
-	}
-	return count;
-}
-
-/* The same on a new instance watching a ueventfd. */
-static int waits_spinning(bool *spun, int n)
-{
-	int efd, ep = open_pair(0, &efd);
-	int count = waits_spinning_on(ep, spun, n);
-
-	uepoll_close(efd);
-	uepoll_close(ep);
-	return count;
-}
-
-/* An instance that got a held (coalesced) wakeup never spins again. */
-static void held_stops_spinning(void)
+/* A held (coalesced) wakeup: the instance stops spinning for good. */
+static void test_held(void)
 {
 	struct ueventfd_coalesce co = { .delay_us = 2000 };
 	struct epoll_event ev;
 	int efd, ep = open_pair(0, &efd);
-	bool spun[24];
 	eventfd_t v;
 
+	CHECK(!spin_off(spin_of(ep)));
 	REQUIRE(ueventfd_coalesce(efd, &co, NULL) == 0);
 	REQUIRE(ueventfd_write(efd, 1) == 0);
 	CHECK_EQ(uepoll_wait(ep, &ev, 1, 1000), 1);
 	CHECK(ueventfd_read(efd, &v) == 0 && v == 1);
-	/* Without the held wakeup the first of these would spin (4 ms,
-	 * 2 ms, ...) and then one in 16. */
-	CHECK_EQ(waits_spinning_on(ep, spun, 24), 0);
+	CHECK(spin_off(spin_of(ep)));
 	uepoll_close(efd);
 	uepoll_close(ep);
 }
 
-static int child_adapts(void)
+static void test_never(void)
 {
-	bool spun[64];
-	int late = 0;
-
-	waits_spinning(spun, 64);
-	for (int i = 32; i < 64; i++)
-		late += spun[i];
-	fprintf(stderr, "adapts: first wait %s, %d of the last 32 spun\n",
-		spun[0] ? "spun" : "did not spin", late);
-	CHECK(spun[0]);
-	CHECK(late >= 1 && late <= 4);
-	held_stops_spinning();
-	return t_failures ? 1 : 0;
-}
-
-static int child_never(void)
-{
-	bool spun[8];
-
-	CHECK_EQ(waits_spinning(spun, 8), 0);
-	return t_failures ? 1 : 0;
-}
-
-/* Run this program again with UEPOLL_SPIN_NS=ns and argument what (the
- * setting is read once per process). */
-static void run_child(const char *self, const char *ns, const char *what)
-{
-	char *argv[] = { (char *)self, (char *)what, NULL };
-	pid_t pid;
+	pid_t pid = fork();
 	int st;
 
-	pid = fork();
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
-		setenv("UEPOLL_SPIN_NS", ns, 1);
-		execv("/proc/self/exe", argv);
+		setenv("UEPOLL_SPIN_NS", "0", 1);
+		execl("/proc/self/exe", "t_spin", "never", (char *)NULL);
 		_exit(127);
 	}
 	REQUIRE(waitpid(pid, &st, 0) == pid);
@@ -226,17 +215,22 @@ static void run_child(const char *self, const char *ns, const char *what)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "adapts"))
-		return child_adapts();
-	if (argc > 1 && !strcmp(argv[1], "never"))
-		return child_never();
+	if (argc > 1 && !strcmp(argv[1], "never")) {
+		uint32_t b0, b1;
+
+		wait_once(0, &b0, &b1);
+		return b0 || b1;
+	}
 	t_begin("t_spin");
-	t_watchdog(120);
 	/* Before the first instance: the setting is read once. */
-	setenv("UEPOLL_SPIN_NS", "200000000", 1);
-	test_spins();
+	setenv("UEPOLL_SPIN_NS", "1000000", 1);
+	test_adapts();
+	test_hit();
 	test_deadline();
-	run_child(argv[0], "4000000", "adapts");
-	run_child(argv[0], "0", "never");
+	test_spinners();
+	test_off();
+	test_wait_spins();
+	test_held();
+	test_never();
 	return t_end();
 }
