@@ -43,21 +43,27 @@ __attribute__((constructor(101))) static void preload__init(void)
 	errno = e;
 }
 
-static int preload__type(int fd)
+/* What the object at fd can do (its ops: no type is named here), 0 if
+ * fd is no object. */
+enum { PRELOAD__OBJ = 1, PRELOAD__WAITS = 2, PRELOAD__READS = 4 };
+
+static int preload__can(int fd)
 {
 	struct uobj *o = fdtab_get(fd);
-	int t = 0;
+	int c = 0;
 
 	if (o) {
-		t = o->type;
+		c = PRELOAD__OBJ | (uobj_ops(o)->wait ? PRELOAD__WAITS : 0) |
+		    (uobj_ops(o)->read ? PRELOAD__READS : 0);
 		uobj_put(o);
 	}
-	return t;
+	return c;
 }
 
+/* An instance: the object that waits. */
 bool preload_is_instance(int fd)
 {
-	return preload__type(fd) == UOBJ_PORT;
+	return preload__can(fd) & PRELOAD__WAITS;
 }
 
 bool preload_maybe_object(int fd)
@@ -67,12 +73,13 @@ bool preload_maybe_object(int fd)
 
 bool preload_is_object(int fd)
 {
-	return preload__type(fd) != 0;
+	return preload__can(fd) != 0;
 }
 
+/* A ueventfd: the object read(2) reads (its counter). */
 bool preload_is_eventfd(int fd)
 {
-	return preload__type(fd) == UOBJ_EVENTFD;
+	return preload__can(fd) & PRELOAD__READS;
 }
 
 atomic_bool preload__plain;

@@ -128,13 +128,13 @@ UEPOLL_API int uepoll_batch(int epfd, const struct uepoll_batch *set,
 	struct uobj *o = fdtab_get(epfd);
 	int r;
 
-	if (!o || o->type != UOBJ_PORT) {
+	if (!o || !uobj_ops(o)->batch) {
 		if (o)
 			uobj_put(o);
 		return (int)api__ret(sys_fcntl_getfl(epfd) < 0 ? -EBADF
 							       : -EINVAL);
 	}
-	r = port_batch((struct port *)o, set, old);
+	r = uobj_ops(o)->batch(o, set, old);
 	uobj_put(o);
 	return (int)api__ret(r);
 }
@@ -292,12 +292,12 @@ UEPOLL_API int ueventfd_coalesce(int fd, const struct ueventfd_coalesce *set,
 	struct uobj *o = fdtab_get(fd);
 	int r;
 
-	if (!o || o->type != UOBJ_EVENTFD) {
+	if (!o || !uobj_ops(o)->coalesce) {
 		if (o)
 			uobj_put(o);
 		return (int)api__ret(-EBADF);
 	}
-	r = uefd_coalesce((struct uefd *)o, set, old);
+	r = uobj_ops(o)->coalesce(o, set, old);
 	uobj_put(o);
 	return (int)api__ret(r);
 }

@@ -1988,6 +1988,45 @@ static bool uefd__polled(struct uobj *o, uint32_t events)
 	return false;
 }
 
+static int uefd__demote_op(struct uobj *o)
+{
+	return uefd_demote((struct uefd *)o);
+}
+
+/* FORK's policy for a ueventfd: an exec demotes it (the new program gets
+ * the kernel eventfd with the counter); a fork shares it (SHARED), or,
+ * with UEPOLL_FORK_DEMOTE_EVENTFDS=1, demotes it, for a program that forks
+ * but never uses a ueventfd in two processes and would rather have the
+ * kernel's costs for the ones alive at its forks.  One being demoted, or
+ * shared already, is left as it is. */
+static enum uobj_fate uefd__fate(struct uobj *o, bool exec)
+{
+	struct uefd *e = (struct uefd *)o;
+
+	if (uefd_demoting(e))
+		return UOBJ_KEEP;
+	if (exec || config_get().fork_demote_eventfds)
+		return UOBJ_DEMOTE;
+	return uefd_shared(e) ? UOBJ_KEEP : UOBJ_SHARE;
+}
+
+static int uefd__share_op(struct uobj *o)
+{
+	return uefd_share((struct uefd *)o);
+}
+
+static void uefd__exit_flush(struct uobj *o)
+{
+	uefd_flush_exit((struct uefd *)o);
+}
+
+static int uefd__coalesce_op(struct uobj *o,
+			     const struct ueventfd_coalesce *set,
+			     struct ueventfd_coalesce *old)
+{
+	return uefd_coalesce((struct uefd *)o, set, old);
+}
+
 const struct uobj_ops uefd_ops = {
 	.size = sizeof(struct uefd),
 	.read = uefd__read_op,
@@ -1997,4 +2036,9 @@ const struct uobj_ops uefd_ops = {
 	.flags_set = uefd__flags_set,
 	.fork_child = uefd__fork_child,
 	.polled = uefd__polled,
+	.demote = uefd__demote_op,
+	.fate = uefd__fate,
+	.share = uefd__share_op,
+	.exit_flush = uefd__exit_flush,
+	.coalesce = uefd__coalesce_op,
 };

@@ -91,7 +91,6 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "config.h"
 #include "eventfd.h"
 #include "fdtab.h"
 #include "shm.h"
@@ -718,56 +717,48 @@ static ssize_t obj__collect(bool (*want)(const struct uobj *, const void *),
 	return (ssize_t)n;
 }
 
-/* obj__demote_all's choice: what a fork shares or demotes, or an exec
- * demotes (*exec_only). */
+/* obj__demote_all's choice: the objects a fork shares or demotes, or an
+ * exec demotes (*exec: only those a new program inherits). */
 static bool obj__to_demote(const struct uobj *o, const void *arg)
 {
-	bool exec_only = *(const bool *)arg;
-	/* UEPOLL_FORK_DEMOTE_INSTANCES=1: fork() demotes the instances too
-	 * (FORK); UEPOLL_FORK_DEMOTE_EVENTFDS=1: it demotes the ueventfds
-	 * instead of sharing them (SHARED in eventfd.c), for a program that
-	 * forks but never uses a ueventfd in two processes and would rather
-	 * have the kernel's costs for the ones alive at its forks. */
-	struct config c = config_get();
+	bool exec = *(const bool *)arg;
 
-	if (o->fd < 0)
+	if (o->fd < 0 || uobj_ops(o)->fate((struct uobj *)o, exec) == UOBJ_KEEP)
 		return false;
-	if (o->type == UOBJ_EVENTFD) {
-		struct uefd *e = (struct uefd *)o;
-
-		if (uefd_demoting(e) ||
-		    (!exec_only && !c.fork_demote_eventfds && uefd_shared(e)))
-			return false;
-	} else if ((!exec_only && !c.fork_demote_instances) ||
-		   (exec_only && port_exec_keeps((struct port *)o))) {
-		return false;
-	}
-	return !exec_only || obj__inherited(o);
+	return !exec || obj__inherited(o);
 }
 
-static int obj__demote_all(bool exec_only)
+static int obj__demote_all(bool exec)
 {
 	struct uobj **v = NULL;
-	ssize_t n = obj__collect(obj__to_demote, &exec_only, &v);
+	ssize_t n = obj__collect(obj__to_demote, &exec, &v);
 	int r = 0, e;
 
 	if (n < 0)
 		return (int)n; /* they stay as they are */
-	/* The ueventfds first: a demotion writes the counter into the
-	 * kernel fd, an edge for every registration made of it before; the
-	 * instances' demotions after it register them without one (UNPEND in
-	 * unpend.c). */
-	for (int pass = 0; pass < 2; pass++)
+	/* In the order of the types: the ueventfds first (a demotion writes
+	 * the counter into the kernel fd, an edge for every registration made
+	 * of it before), the instances' demotions after them register them
+	 * without one (UNPEND in unpend.c).  Each one's fate again, outside
+	 * obj__lock: what changed meanwhile (a demotion another thread began
+	 * and the fork waits for) is left alone. */
+	for (int t = 0; t < OBJ__NTYPES; t++)
 		for (ssize_t i = 0; i < n; i++) {
-			if ((v[i]->type == UOBJ_EVENTFD) != (pass == 0))
+			const struct uobj_ops *ops = uobj_ops(v[i]);
+
+			if (v[i]->type != t)
 				continue;
-			/* A fork shares a ueventfd (SHARED in eventfd.c); an
-			 * exec demotes it. */
-			e = v[i]->type != UOBJ_EVENTFD
-				    ? port_demote((struct port *)v[i])
-			    : exec_only || config_get().fork_demote_eventfds
-				    ? uefd_demote((struct uefd *)v[i])
-				    : uefd_share((struct uefd *)v[i]);
+			switch (ops->fate(v[i], exec)) {
+			case UOBJ_DEMOTE:
+				e = ops->demote(v[i]);
+				break;
+			case UOBJ_SHARE:
+				e = ops->share(v[i]);
+				break;
+			default:
+				e = 0;
+				break;
+			}
 			if (e < 0 && !r)
 				r = e;
 			uobj_put(v[i]);
@@ -776,10 +767,11 @@ static int obj__demote_all(bool exec_only)
 	return r;
 }
 
+/* An instance: the type that waits. */
 static bool obj__is_port(const struct uobj *o, const void *arg)
 {
 	(void)arg;
-	return o->type == UOBJ_PORT && o->fd >= 0;
+	return uobj_ops(o)->wait && o->fd >= 0;
 }
 
 size_t obj_ports(struct uobj ***out)
@@ -806,8 +798,7 @@ int uobj_demote(struct uobj *o)
 	int r;
 
 	lock_span_enter();
-	r = o->type == UOBJ_PORT ? port_demote((struct port *)o)
-				 : uefd_demote((struct uefd *)o);
+	r = uobj_ops(o)->demote(o);
 	lock_span_leave();
 	return r;
 }
@@ -976,8 +967,8 @@ __attribute__((destructor)) static void obj__exit(void)
 		     l != &obj__live && n < sizeof(v) / sizeof(v[0]);
 		     l = l->next) {
 			o = container_of(l, struct uobj, live);
-			if (o->type == UOBJ_EVENTFD && o->fd >= 0 &&
-			    uefd_shared((struct uefd *)o) && uobj_tryget(o))
+			if (uobj_ops(o)->exit_flush && o->fd >= 0 &&
+			    uobj_tryget(o))
 				v[n++] = o;
 		}
 		obj__drop(&m);
@@ -985,7 +976,7 @@ __attribute__((destructor)) static void obj__exit(void)
 			uobj_put(from);
 		from = NULL;
 		for (size_t i = 0; i < n; i++) {
-			uefd_flush_exit((struct uefd *)v[i]);
+			uobj_ops(v[i])->exit_flush(v[i]);
 			if (i + 1 < n || l == &obj__live)
 				uobj_put(v[i]);
 			else

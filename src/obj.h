@@ -85,6 +85,16 @@ struct uobj {
  * errno are the kernel's.
  */
 struct epoll_event;
+struct uepoll_batch;
+struct ueventfd_coalesce;
+/* FORK: what a fork or an exec does with a live object (uobj_ops.fate).
+ * Applied in the order of the types (ueventfds before instances: UNPEND in
+ * unpend.c). */
+enum uobj_fate {
+	UOBJ_KEEP,   /* as it is */
+	UOBJ_DEMOTE, /* ops->demote */
+	UOBJ_SHARE,  /* ops->share */
+};
 struct uobj_ops {
 	size_t size;
 	ssize_t (*read)(struct uobj *o, void *buf, size_t n);
@@ -129,6 +139,26 @@ struct uobj_ops {
 	 * layer): make its readiness what a wait would find, as the kernel's
 	 * poll of an epoll drops what is not ready.  May be NULL. */
 	void (*looked)(struct uobj *o);
+	/* DEMOTE: become, now, the kernel object the object stands for, with
+	 * its exact state, while other threads use it (uobj_demote).  0 or
+	 * -errno. */
+	int (*demote)(struct uobj *o);
+	/* FORK: what a fork (exec false: in its prepare) or an exec (true)
+	 * is to do with the object: its policy (obj__demote_all acts on it).
+	 * Called under obj__lock: reads only. */
+	enum uobj_fate (*fate)(struct uobj *o, bool exec);
+	/* SHARED: UOBJ_SHARE's work (a fork's prepare).  May be NULL if fate
+	 * never answers UOBJ_SHARE. */
+	int (*share)(struct uobj *o);
+	/* The process exits normally (obj.c's destructor): deliver what the
+	 * object still holds back for other processes.  May be NULL. */
+	void (*exit_flush)(struct uobj *o);
+	/* uepoll_batch: NULL for a type that has no min-wait (EINVAL). */
+	int (*batch)(struct uobj *o, const struct uepoll_batch *set,
+		     struct uepoll_batch *old);
+	/* ueventfd_coalesce: NULL for a type that does not coalesce. */
+	int (*coalesce)(struct uobj *o, const struct ueventfd_coalesce *set,
+			struct ueventfd_coalesce *old);
 };
 
 /* The table of o's type (set once, when its memory was first carved). */

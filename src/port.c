@@ -42,6 +42,7 @@
 #include "uepoll.h"
 
 #include "batch.h"
+#include "config.h"
 #include "port_impl.h"
 #include "eventfd.h"
 #include "fdtab.h"
@@ -1097,6 +1098,28 @@ static void port__polled_end(struct uobj *o, bool made)
 		      made);
 }
 
+static int port__demote_op(struct uobj *o)
+{
+	return port_demote((struct port *)o);
+}
+
+/* FORK's policy for an instance: a fork keeps it as a copy (FORK in
+ * obj.c), or demotes it with UEPOLL_FORK_DEMOTE_INSTANCES=1; an exec
+ * demotes it, unless it is a forked child's (FORKED, port_exec_keeps). */
+static enum uobj_fate port__fate(struct uobj *o, bool exec)
+{
+	if (exec)
+		return port_exec_keeps((struct port *)o) ? UOBJ_KEEP
+							 : UOBJ_DEMOTE;
+	return config_get().fork_demote_instances ? UOBJ_DEMOTE : UOBJ_KEEP;
+}
+
+static int port__batch_op(struct uobj *o, const struct uepoll_batch *set,
+			  struct uepoll_batch *old)
+{
+	return port_batch((struct port *)o, set, old);
+}
+
 const struct uobj_ops port_ops = {
 	.size = sizeof(struct port),
 	.ctl = port__ctl_op,
@@ -1108,4 +1131,7 @@ const struct uobj_ops port_ops = {
 	.polled = port__polled,
 	.polled_end = port__polled_end,
 	.looked = port__looked,
+	.demote = port__demote_op,
+	.fate = port__fate,
+	.batch = port__batch_op,
 };
