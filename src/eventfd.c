@@ -113,10 +113,11 @@
 #include <string.h>
 #include <sys/eventfd.h>
 
-#include "eventfd.h"
+#include "eventfd_impl.h"
 #include "fdtab.h"
 #include "bell.h"
 #include "fdzone.h"
+#include "item.h"
 #include "config.h"
 #include "lock.h"
 #include "port.h"
@@ -269,6 +270,28 @@ err_fd:
 		uobj_free(o);
 	}
 	return r;
+}
+
+struct uefd *uefd_of(struct uobj *o)
+{
+	return o->type == UOBJ_EVENTFD ? (struct uefd *)o : NULL;
+}
+
+struct wq *uefd_wq(struct uefd *e)
+{
+	return &e->wq;
+}
+
+/* An item's source is a ueventfd, the only userspace source type (item.h). */
+uint32_t item_poll(const struct item *it)
+{
+	return uefd_poll((struct uefd *)it->src);
+}
+
+void item_disarmed(struct item *it)
+{
+	if (atomic_exchange(&it->armed, false))
+		atomic_fetch_sub(&((struct uefd *)it->src)->wq.narmed, 1);
 }
 
 uint32_t uefd_poll(struct uefd *e)

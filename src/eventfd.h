@@ -9,141 +9,19 @@
 
 #include "uepoll.h"
 
-#include "lock.h"
 #include "obj.h"
-#include "shm.h"
-#include "timer.h"
-#include "wq.h"
 
-/* In co_delay_us (at most 100000): the writes are held too.  One field, on
- * the counter's cache line, so that a plain write reads no other line to
- * know its mode. */
-#define UEFD_HOLD_BIT (1u << 31)
-
-/* DEMOTE (eventfd.c): the counter's value once it has been carried over to
- * the kernel fd (a counter never holds it: its maximum is UEFD_MAX). */
-#define UEFD_GONE UINT64_MAX
-/* In uefd_ctr.braise: one raise begun and in flight; those in flight. */
-#define UEFD_BRAISE_ONE ((UINT64_C(1) << 32) | 1)
-#define UEFD_BRAISE_NOW UINT64_C(0xffffffff)
-/* FILL (uefd__settle): its first step leaves room for one raise and this
- * many more that looked at the kernel fd before it wrote (more would pass
- * the maximum, and the write(2) past it would block until a read).  More
- * than can ever be in flight: a raise per thread (PID_MAX_LIMIT is 2^22),
- * times the signal handlers nested in it. */
-#define UEFD_FILL_MARGIN (UINT64_C(1) << 40)
-enum { UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED };
-
-/*
- * The counter and what its protocols share: in a block of MAP_SHARED memory
- * (shm.h), so that after a fork both processes use the same one (SHARED in
- * eventfd.c).  Every futex word here is waited on and woken with the
- * shared (not private) futex operations.  Line 0 is what a read or write
- * touches; line 1 the rest; lines 2-3 the lock of a change of class.
- */
-struct uefd_ctr {
-	/* The counter.  Every update is a seq_cst CAS: it pairs with the
-	 * seq_cst loads of wq.n (signal side) and of `mirror` (reader side). */
-	_Atomic uint64_t count;
-	/* Units the library put in the kernel fd and has not taken back,
-	 * those being written included (MIRROR in eventfd.c): never below the
-	 * kernel fd's value, equal to it when no system call is in flight.
-	 * SHARED: the xm holder's knowledge of the kernel fd's value. */
-	_Atomic uint64_t kunits;
-	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
-	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
-	_Atomic uint64_t held;
-	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd.c).  Relaxed: a
-	 * write racing with a change uses the old or the new setting, both
-	 * valid.  delay_us 0: wake at once. */
-	_Atomic uint32_t co_delay_us; /* | UEFD_HOLD_BIT: UEVENTFD_HOLD_WRITES */
-	/* Reads in a row that found the counter empty (see uefd_read). */
-	_Atomic uint32_t empty_reads;
-	/* MIRROR calls on kfd in progress, and threads asleep in read(2) on
-	 * kfd: a demotion waits for both (DEMOTE in eventfd.c). */
-	_Atomic int syncing;
-	_Atomic int nsleep;
-	/* SHARED: blocked readers of every process, asleep on the futex word
-	 * rwake, which a write that takes the counter from 0 bumps. */
-	_Atomic uint32_t xsleepers;
-	_Atomic uint32_t rwake;
-	/* Last known O_NONBLOCK of the kernel fd. */
-	_Atomic bool nonblock;
-	/* UEVENTFD_NOPOLL: the mirror is only raised for sleepers (MIRROR). */
-	_Atomic bool nopoll;
-	/* SHARED mode (eventfd.c): set once, before the fork that shares the
-	 * block, never cleared. */
-	_Atomic bool shared;
-	char pad0_[64 - 3 * 8 - 6 * 4 - 3];
-
-	/* UEFD_LIVE, UEFD_DEMOTING, UEFD_DEMOTED (futex word: DEMOTE). */
-	_Atomic int demote;
-	/* Writers blocked on a full counter sleep on wseq. */
-	_Atomic uint32_t wseq;
-	_Atomic int wwaiters;
-	/* SHARED: a change of the counter's class made without `xm` (its
-	 * holder stopped, or a signal handler inside this thread's hold):
-	 * the next settle under `xm` reads the kernel fd's true value first
-	 * (BYPASS in eventfd.c). */
-	_Atomic uint32_t recheck;
-	uint32_t pad1_;
-	/* SHARED: 1 while uefd_share makes the watchers kernel registrations,
-	 * 2 once they are (futex word: a ctl waits for 2). */
-	_Atomic uint32_t kwatch;
-	/* Some kernel registration of the fd is edge-triggered (set for
-	 * good; SHARED's, or one made through uepoll_ctl or an instance's
-	 * demotion): a write that leaves the class as it was writes 0 to the
-	 * kernel fd, whose wakeup gives that watcher its edge per write. */
-	_Atomic uint32_t kedge;
-	/* SHARED HOLD: when the held batch is due (CLOCK_MONOTONIC ns, 0:
-	 * none), for a reader of another process to show it if its writer's
-	 * process died with the timer that would have. */
-	_Atomic uint64_t due;
-	/* Coalescing's count threshold (0: none). */
-	_Atomic uint64_t co_count;
-	/* SHARED DEMOTE: the counter carried over to the kernel fd. */
-	_Atomic uint64_t carry;
-	/* SHARED HOLD: held writes an xm holder is moving into the counter
-	 * (0: none); a takeover finishes the move. */
-	_Atomic uint64_t moving;
-	/* (8 words of 4 bytes and 4 of 8: line 1 is full.) */
-
-	/* SHARED: the lock of a change of the counter's class and of kunits
-	 * (eventfd.c): a robust, process-shared mutex, so that the kernel
-	 * releases it when its holder dies (zombie or not) and the next
-	 * locker repairs what it left.  Its word is the holder's thread id
-	 * (the kernel's robust-futex ABI): whether that thread is stopped is
-	 * asked in /proc (BYPASS). */
-	pthread_mutex_t xm;
-	/* SHARED BYPASS: raises of the kernel fd by bypasses: in flight (the
-	 * low half, UEFD_BRAISE_NOW) and ever begun (the high half), for a
-	 * holder's FILL (eventfd.c). */
-	_Atomic uint64_t braise;
-	char pad2_[128 - sizeof(pthread_mutex_t) - 8];
-};
-_Static_assert(sizeof(struct uefd_ctr) == SHM_BLOCK, "four cache lines");
-_Static_assert(offsetof(struct uefd_ctr, xm) == 128, "hot lines first");
-
-struct uefd {
-	struct uobj obj;
-	/* The counter's block (shm_alloc; SHARED in eventfd.c). */
-	struct uefd_ctr *sh;
-	bool semaphore;
-	/* Room for co_timer is reserved in the timer's heap (timer_reserve):
-	 * set with the first delay, under wq.lock. */
-	bool co_reserved;
-	/* Delivers deferred wakeups at the deadline (timer.c). */
-	struct timer co_timer;
-	/* Work a signal handler's read or write left to its thread (SIGNALS
-	 * in eventfd.c). */
-	struct lock_owed owed;
-	struct wq wq;
-};
+struct uefd;
+struct wq;
 
 int uefd_create(unsigned int initval, int flags);
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n);
 ssize_t uefd_write(struct uefd *e, const void *buf, size_t n);
 uint32_t uefd_poll(struct uefd *e);
+/* The ueventfd o is, or NULL if o is another type. */
+struct uefd *uefd_of(struct uobj *o);
+/* Its wait queue: the items of the instances that watch it (wq.h). */
+struct wq *uefd_wq(struct uefd *e);
 /* DEMOTE: make e's fd a plain kernel eventfd holding its exact counter
  * (the instances that watch it watch that fd in their kernel epoll), and
  * unpublish e.  Safe while other threads use e.  0, or the first error of

@@ -52,18 +52,6 @@
 #include "port.h"
 #include "sys.h"
 
-uint32_t item_poll(const struct item *it)
-{
-	/* The only userspace source type so far. */
-	return uefd_poll((struct uefd *)it->src);
-}
-
-void item_disarmed(struct item *it)
-{
-	if (atomic_exchange(&it->armed, false))
-		atomic_fetch_sub(&((struct uefd *)it->src)->wq.narmed, 1);
-}
-
 int port_batch(struct port *p, const struct uepoll_batch *set,
 	       struct uepoll_batch *old)
 {
@@ -345,7 +333,7 @@ static bool port__user_flags_ok(int op, uint32_t events)
 	       (op == EPOLL_CTL_ADD && (events & EPOLLEXCLUSIVE));
 }
 
-static int port__ctl_user(struct port *p, int op, int fd, struct uefd *src,
+static int port__ctl_user(struct port *p, int op, int fd, struct uobj *obj,
 			  struct epoll_event *ev);
 static int port__ctl_kernel(struct port *p, int op, int fd,
 			    struct epoll_event *ev);
@@ -353,10 +341,11 @@ static int port__take_source(struct wq *q, struct uobj *src);
 
 /* A ueventfd's ctl; one that finds it being demoted (its item gone, or no
  * ADD allowed) waits for the end and goes to the kernel fd (DEMOTE). */
-static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
+static int port__ctl_uefd(struct port *p, int op, int fd, struct uobj *obj,
 			  struct epoll_event *ev)
 {
-	int r = port__ctl_user(p, op, fd, src, ev);
+	struct uefd *src = uefd_of(obj);
+	int r = port__ctl_user(p, op, fd, obj, ev);
 
 	if ((r == -ENOENT || r == -EBADF) && uefd_demoting(src)) {
 		uefd_demote_wait(src);
@@ -374,23 +363,24 @@ static int port__ctl_uefd(struct port *p, int op, int fd, struct uefd *src,
 	return r;
 }
 
-static int port__ctl_user(struct port *p, int op, int fd, struct uefd *src,
+static int port__ctl_user(struct port *p, int op, int fd, struct uobj *obj,
 			  struct epoll_event *ev)
 {
+	struct uefd *src = uefd_of(obj);
 	uint32_t events;
 
 	switch (op) {
 	case EPOLL_CTL_DEL:
-		return port__del_user(p, &src->wq, fd);
+		return port__del_user(p, uefd_wq(src), fd);
 	case EPOLL_CTL_ADD:
 	case EPOLL_CTL_MOD:
 		if (!port__user_flags_ok(op, ev->events))
 			return -EINVAL;
 		events = ev->events | EPOLLERR | EPOLLHUP;
 		return op == EPOLL_CTL_ADD
-			       ? port__add_user(p, &src->wq, &src->obj, fd,
+			       ? port__add_user(p, uefd_wq(src), obj, fd,
 						events, ev->data.u64)
-			       : port__mod_user(p, &src->wq, fd, events,
+			       : port__mod_user(p, uefd_wq(src), fd, events,
 						ev->data.u64);
 	default:
 		return -EINVAL;
@@ -524,11 +514,11 @@ static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 		return port__ctl_kernel(p, op, fd, ev);
 	if ((p->forked ||
 	     (src->type == UOBJ_PORT && ((struct port *)src)->forked)) &&
-	    (src->type == UOBJ_EVENTFD || op != EPOLL_CTL_DEL ||
+	    (uefd_of(src) || op != EPOLL_CTL_DEL ||
 	     !krec_has_nest(p, (struct port *)src, fd)))
 		r = port__ctl_forked(p, op, fd, src, ev);
-	else if (src->type == UOBJ_EVENTFD)
-		r = port__ctl_uefd(p, op, fd, (struct uefd *)src, ev);
+	else if (uefd_of(src))
+		r = port__ctl_uefd(p, op, fd, src, ev);
 	else if (!(r = port__rr_refused(op, fd, ev)))
 		r = krec_ctl_nest(p, op, fd, (struct port *)src, ev);
 	uobj_put(src);
@@ -849,8 +839,8 @@ int port_demote(struct port *p)
 	for (size_t i = 0; i < n; i++) {
 		if (!(v[i].pev & EPOLLET))
 			continue;
-		uefd_kedge((struct uefd *)v[i].src);
-		uefd_watched_outside((struct uefd *)v[i].src);
+		uefd_kedge(uefd_of(v[i].src));
+		uefd_watched_outside(uefd_of(v[i].src));
 		v[i].probe = unpend_probe(v[i].src->kfd, v[i].pev);
 	}
 	lock_take(&p->mtx);
@@ -859,7 +849,7 @@ int port_demote(struct port *p)
 		struct wq *q;
 
 		it = container_of(p->items.next, struct item, portlink);
-		q = &((struct uefd *)it->src)->wq;
+		q = uefd_wq(uefd_of(it->src));
 		lock_take(&q->lock);
 		wq_unlink(q, it);
 		lock_drop(&q->lock);
@@ -897,7 +887,7 @@ int port_demote(struct port *p)
 			uobj_put(v[i].src);
 			continue;
 		}
-		if (v[i].src->type == UOBJ_EVENTFD) {
+		if (uefd_of(v[i].src)) {
 			/* Every write an edge in the kernel from now on, not
 			 * only for an edge-triggered registration: a holder of
 			 * this instance, now the kernel epoll, may hold it
@@ -905,8 +895,8 @@ int port_demote(struct port *p)
 			 * that got it over a UNIX socket: helper-26's
 			 * scm_et_nested), and gets an edge per event of each
 			 * registration, as the kernel's nested wakeups give. */
-			uefd_kedge((struct uefd *)v[i].src);
-			uefd_watched_outside((struct uefd *)v[i].src);
+			uefd_kedge(uefd_of(v[i].src));
+			uefd_watched_outside(uefd_of(v[i].src));
 		}
 		fd = uobj_key_number(v[i].src, v[i].fd, &v[i].tmp);
 		keyed = port__keyed(v[i].src, v[i].fd, fd, &v[i].ev);
@@ -973,7 +963,7 @@ static void port__release(struct uobj *o)
 	while (!list_empty(&p->items)) {
 		struct item *it = container_of(p->items.next, struct item,
 					       portlink);
-		struct wq *q = &((struct uefd *)it->src)->wq;
+		struct wq *q = uefd_wq(uefd_of(it->src));
 
 		lock_take(&q->lock);
 		wq_unlink(q, it);

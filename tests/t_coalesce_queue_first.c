@@ -33,7 +33,7 @@
 #include "testlib.h"
 #include "watchpoint.h"
 
-#include "eventfd.h"
+#include "eventfd_impl.h"
 #include "fdtab.h"
 #include "port_impl.h"
 

@@ -24,7 +24,7 @@
 #include "watchpoint.h"
 #include "xproc.h"
 
-#include "eventfd.h"
+#include "eventfd_impl.h"
 #include "fdtab.h"
 
 #include <fcntl.h>
