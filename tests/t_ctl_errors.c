@@ -7,32 +7,14 @@
  * unexpected still get noticed.
  */
 #include "testlib.h"
+#include "calls.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
-/* The operations a world provides. */
-struct ops {
-	const char *name;
-	int (*create1)(int flags);
-	int (*ctl)(int epfd, int op, int fd, struct epoll_event *ev);
-	int (*efd)(unsigned int init, int flags);
-	int (*close)(int fd);
-};
-
-static int k_close(int fd)
-{
-	return close(fd);
-}
-
-static const struct ops kops = { "kernel", epoll_create1, epoll_ctl, eventfd,
-				 k_close };
-static const struct ops uops = { "uepoll", uepoll_create1, uepoll_ctl,
-				 ueventfd, uepoll_close };
-
 /* Objects every case may use, created fresh for each case and world. */
 struct world {
-	const struct ops *o;
+	const struct calls *o;
 	int ep, ep2, ep3;	/* instances */
 	int efd, efd2;		/* eventfds */
 	int pfd[2];		/* a pipe */
@@ -41,7 +23,7 @@ struct world {
 	int nextra;
 };
 
-static void world_init(struct world *w, const struct ops *o)
+static void world_init(struct world *w, const struct calls *o)
 {
 	char path[] = "/tmp/uepoll_ctl_XXXXXX";
 
@@ -50,8 +32,8 @@ static void world_init(struct world *w, const struct ops *o)
 	w->ep = o->create1(0);
 	w->ep2 = o->create1(0);
 	w->ep3 = o->create1(0);
-	w->efd = o->efd(0, EFD_NONBLOCK);
-	w->efd2 = o->efd(1, EFD_NONBLOCK);
+	w->efd = o->eventfd(0, EFD_NONBLOCK);
+	w->efd2 = o->eventfd(1, EFD_NONBLOCK);
 	REQUIRE(w->ep >= 0 && w->ep2 >= 0 && w->ep3 >= 0);
 	REQUIRE(w->efd >= 0 && w->efd2 >= 0);
 	REQUIRE(pipe(w->pfd) == 0);
@@ -62,7 +44,7 @@ static void world_init(struct world *w, const struct ops *o)
 
 static void world_fini(struct world *w)
 {
-	const struct ops *o = w->o;
+	const struct calls *o = w->o;
 
 	for (int i = 0; i < w->nextra; i++)
 		CHECK_EQ(o->close(w->extra[i]), 0);
@@ -87,7 +69,7 @@ static int add_extra(struct world *w, int fd)
 /* An fd number that is certainly closed right now. */
 static int closed_fd(struct world *w)
 {
-	int fd = w->o->efd(0, 0);
+	int fd = w->o->eventfd(0, 0);
 
 	REQUIRE(fd >= 0);
 	w->o->close(fd);
@@ -139,7 +121,7 @@ static int c_bad_fd_closed_del(struct world *w)
 /* A ueventfd that was registered and then closed. */
 static int c_closed_registered(struct world *w)
 {
-	int fd = w->o->efd(0, 0);
+	int fd = w->o->eventfd(0, 0);
 
 	SETUP(ctl(w, EPOLL_CTL_ADD, fd, EPOLLIN));
 	SETUP(w->o->close(fd));
@@ -429,7 +411,7 @@ static int c_add_closed_instance(struct world *w)
 static int c_eexist_after_mods(struct world *w)
 {
 	/* MODs do not unregister: a later ADD still finds the item. */
-	int fd = add_extra(w, w->o->efd(0, 0));
+	int fd = add_extra(w, w->o->eventfd(0, 0));
 
 	SETUP(ctl(w, EPOLL_CTL_ADD, fd, EPOLLIN));
 	SETUP(ctl(w, EPOLL_CTL_MOD, fd, EPOLLOUT | EPOLLET));
@@ -508,13 +490,13 @@ int main(void)
 		struct world kw, uw;
 		int rk, ru, ek, eu;
 
-		world_init(&kw, &kops);
+		world_init(&kw, &calls_kernel);
 		errno = 0;
 		rk = c->fn(&kw);
 		ek = rk < 0 ? errno : 0;
 		world_fini(&kw);
 
-		world_init(&uw, &uops);
+		world_init(&uw, &calls_uepoll);
 		errno = 0;
 		ru = c->fn(&uw);
 		eu = ru < 0 ? errno : 0;

@@ -20,40 +20,21 @@
  *    fails, and the waiters see the events after the demotion.
  */
 #include "testlib.h"
+#include "calls.h"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
+/* A side of the script: its calls, and the flags only uepoll has. */
 struct be {
-	int (*epc)(int);
-	int (*ctl)(int, int, int, struct epoll_event *);
-	int (*wait)(int, struct epoll_event *, int, int);
-	int (*efd)(unsigned int, int);
-	ssize_t (*rd)(int, void *, size_t);
-	ssize_t (*wr)(int, const void *, size_t);
-	int (*cl)(int);
-	int (*dup)(int);
-	int (*demote)(int);
+	const struct calls *c;
 	uint32_t rr, urgent; /* uepoll's bits, 0 on the kernel */
 };
 
-static int k_demote(int fd)
-{
-	(void)fd;
-	return 0;
-}
-
-static const struct be kern = {
-	epoll_create1, epoll_ctl, epoll_wait, eventfd, read, write, close,
-	dup, k_demote, 0, 0,
-};
-static const struct be uep = {
-	uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd, uepoll_read,
-	uepoll_write, uepoll_close, uepoll_dup, uepoll_demote,
-	EPOLLROUNDROBIN, EPOLLURGENT,
-};
+static const struct be kern = { &calls_kernel, 0, 0 };
+static const struct be uep = { &calls_uepoll, EPOLLROUNDROBIN, EPOLLURGENT };
 
 /* A zero-timeout wait through the backend, then poll() of the fd. */
 static void look(struct t_log *l, const struct be *b, int ep)
@@ -61,7 +42,7 @@ static void look(struct t_log *l, const struct be *b, int ep)
 	struct epoll_event ev[16];
 	struct pollfd p = { .fd = ep, .events = POLLIN };
 
-	t_log_events(l, ev, b->wait(ep, ev, 16, 0));
+	t_log_events(l, ev, b->c->wait(ep, ev, 16, 0));
 	t_log_res(l, poll(&p, 1, 0));
 	t_log_put(l, p.revents);
 }
@@ -79,18 +60,18 @@ static int reg(const struct be *b, int ep, int op, int fd, uint32_t e,
 {
 	struct epoll_event ev = { .events = e, .data.u64 = data };
 
-	return b->ctl(ep, op, fd, &ev);
+	return b->c->ctl(ep, op, fd, &ev);
 }
 
 static void wrv(struct t_log *l, const struct be *b, int fd, uint64_t v)
 {
-	t_log_res(l, b->wr(fd, &v, 8));
+	t_log_res(l, b->c->write(fd, &v, 8));
 }
 
 static void rdv(struct t_log *l, const struct be *b, int fd)
 {
 	uint64_t v = 0;
-	ssize_t r = b->rd(fd, &v, 8);
+	ssize_t r = b->c->read(fd, &v, 8);
 
 	t_log_res(l, r);
 	t_log_put(l, r == 8 ? (long)v : -1);
@@ -98,9 +79,11 @@ static void rdv(struct t_log *l, const struct be *b, int fd)
 
 static void script(const struct be *b, struct t_log *l)
 {
-	int ep = b->epc(0), in = b->epc(0);
-	int lt = b->efd(1, EFD_NONBLOCK), et = b->efd(1, EFD_NONBLOCK),
-	    os = b->efd(1, EFD_NONBLOCK), nst = b->efd(0, EFD_NONBLOCK), two;
+	int ep = b->c->create1(0), in = b->c->create1(0);
+	int lt = b->c->eventfd(1, EFD_NONBLOCK),
+	    et = b->c->eventfd(1, EFD_NONBLOCK),
+	    os = b->c->eventfd(1, EFD_NONBLOCK),
+	    nst = b->c->eventfd(0, EFD_NONBLOCK), two;
 	int p[2], x[2], u[2], o[2];
 	uint64_t v = 1;
 
@@ -108,7 +91,7 @@ static void script(const struct be *b, struct t_log *l)
 		nst >= 0);
 	REQUIRE(pipe2(p, O_NONBLOCK) == 0 && pipe2(x, O_NONBLOCK) == 0 &&
 		pipe2(u, O_NONBLOCK) == 0 && pipe2(o, O_NONBLOCK) == 0);
-	two = b->dup(lt);
+	two = b->c->dup(lt);
 	REQUIRE(two >= 0);
 	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, lt, EPOLLIN, 1));
 	t_log_res(l, reg(b, ep, EPOLL_CTL_ADD, two, EPOLLIN | EPOLLOUT, 11));
@@ -130,7 +113,7 @@ static void script(const struct be *b, struct t_log *l)
 	look(l, b, ep);
 	/* The demotion, with the exclusive pipe ready and the one-shot
 	 * disarmed. */
-	t_log_res(l, b->demote(ep));
+	t_log_res(l, b->c->demote(ep));
 	look(l, b, ep);
 	klook(l, ep);
 	t_log_res(l, read(x[0], &v, 1));
@@ -152,15 +135,15 @@ static void script(const struct be *b, struct t_log *l)
 	t_log_res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0));
 	t_log_res(l, reg(b, ep, EPOLL_CTL_DEL, lt, 0, 0)); /* ENOENT */
 	t_log_res(l, reg(b, ep, EPOLL_CTL_MOD, x[0], EPOLLIN, 5)); /* EINVAL */
-	t_log_res(l, b->cl(two));
+	t_log_res(l, b->c->close(two));
 	look(l, b, ep);
-	t_log_res(l, b->cl(lt));
-	t_log_res(l, b->cl(et));
-	t_log_res(l, b->cl(os));
-	t_log_res(l, b->cl(nst));
-	t_log_res(l, b->cl(in));
+	t_log_res(l, b->c->close(lt));
+	t_log_res(l, b->c->close(et));
+	t_log_res(l, b->c->close(os));
+	t_log_res(l, b->c->close(nst));
+	t_log_res(l, b->c->close(in));
 	look(l, b, ep);
-	t_log_res(l, b->cl(ep));
+	t_log_res(l, b->c->close(ep));
 	for (int i = 0; i < 2; i++) {
 		close(p[i]);
 		close(x[i]);

@@ -25,6 +25,7 @@
  * nothing leaks.
  */
 #include "testlib.h"
+#include "calls.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -37,38 +38,6 @@
 void uobj_forget(int fd);
 bool bell_any_watched(void); /* internal (src/bell.h), linked statically */
 
-struct be {
-	const char *name;
-	int (*epc)(int);
-	int (*ctl)(int, int, int, struct epoll_event *);
-	int (*wait)(int, struct epoll_event *, int, int);
-	int (*efd)(unsigned int, int);
-	ssize_t (*rd)(int, void *, size_t);
-	ssize_t (*wr)(int, const void *, size_t);
-	int (*cl)(int);
-	int (*dup)(int);
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	int (*fcntl)(int, int, ...);
-	int (*demote)(int);
-};
-
-static int k_demote(int fd)
-{
-	(void)fd;
-	return 0;
-}
-
-static const struct be kern = {
-	"kernel", epoll_create1, epoll_ctl, epoll_wait, eventfd, read, write,
-	close, dup, dup2, dup3, fcntl, k_demote,
-};
-static const struct be uep = {
-	"uepoll", uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
-	uepoll_read, uepoll_write, uepoll_close, uepoll_dup, uepoll_dup2,
-	uepoll_dup3, uepoll_fcntl, uepoll_demote,
-};
-
 /* A call that returns a number: 1 if one was returned, else -errno. */
 static int num(struct t_log *l, int r)
 {
@@ -76,18 +45,18 @@ static int num(struct t_log *l, int r)
 	return r;
 }
 
-static void rdv(struct t_log *l, const struct be *b, int fd)
+static void rdv(struct t_log *l, const struct calls *b, int fd)
 {
 	uint64_t v = 0;
-	ssize_t r = b->rd(fd, &v, sizeof(v));
+	ssize_t r = b->read(fd, &v, sizeof(v));
 
 	t_log_res(l, r);
 	t_log_put(l, r == 8 ? (long)v : -1);
 }
 
-static void wrv(struct t_log *l, const struct be *b, int fd, uint64_t v)
+static void wrv(struct t_log *l, const struct calls *b, int fd, uint64_t v)
 {
-	t_log_res(l, b->wr(fd, &v, sizeof(v)));
+	t_log_res(l, b->write(fd, &v, sizeof(v)));
 }
 
 static void pollv(struct t_log *l, int fd)
@@ -99,14 +68,14 @@ static void pollv(struct t_log *l, int fd)
 }
 
 /* Every event of a zero-timeout wait, sorted. */
-static void waitv(struct t_log *l, const struct be *b, int ep)
+static void waitv(struct t_log *l, const struct calls *b, int ep)
 {
 	struct epoll_event ev[8];
 
 	t_log_events(l, ev, b->wait(ep, ev, 8, 0));
 }
 
-static int add(const struct be *b, int ep, int op, int fd, uint32_t events,
+static int add(const struct calls *b, int ep, int op, int fd, uint32_t events,
 	       uint64_t data)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = data };
@@ -114,9 +83,9 @@ static int add(const struct be *b, int ep, int op, int fd, uint32_t events,
 	return b->ctl(ep, op, fd, &ev);
 }
 
-static void sc_counter(const struct be *b, struct t_log *l)
+static void sc_counter(const struct calls *b, struct t_log *l)
 {
-	int a = b->efd(3, EFD_NONBLOCK), d;
+	int a = b->eventfd(3, EFD_NONBLOCK), d;
 
 	num(l, a);
 	d = num(l, b->dup(a));
@@ -128,16 +97,16 @@ static void sc_counter(const struct be *b, struct t_log *l)
 	rdv(l, b, d);
 	wrv(l, b, a, 0xfffffffffffffffeull);
 	pollv(l, d);
-	t_log_res(l, b->cl(a));
+	t_log_res(l, b->close(a));
 	rdv(l, b, d);
-	t_log_res(l, b->rd(a, &(uint64_t){ 0 }, 8)); /* closed: EBADF */
-	t_log_res(l, b->cl(d));
-	t_log_res(l, b->cl(d));
+	t_log_res(l, b->read(a, &(uint64_t){ 0 }, 8)); /* closed: EBADF */
+	t_log_res(l, b->close(d));
+	t_log_res(l, b->close(d));
 }
 
-static void sc_registration(const struct be *b, struct t_log *l)
+static void sc_registration(const struct calls *b, struct t_log *l)
 {
-	int ep = b->epc(0), a = b->efd(1, EFD_NONBLOCK), d;
+	int ep = b->create1(0), a = b->eventfd(1, EFD_NONBLOCK), d;
 
 	num(l, ep);
 	num(l, a);
@@ -146,7 +115,7 @@ static void sc_registration(const struct be *b, struct t_log *l)
 	t_log_res(l, add(b, ep, EPOLL_CTL_ADD, a, EPOLLIN, 2)); /* EEXIST */
 	waitv(l, b, ep);
 	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN, 3)); /* ENOENT */
-	t_log_res(l, b->cl(a));
+	t_log_res(l, b->close(a));
 	waitv(l, b, ep); /* still there */
 	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, a, EPOLLIN, 4)); /* EBADF */
 	t_log_res(l, b->ctl(ep, EPOLL_CTL_DEL, d, NULL));	  /* ENOENT */
@@ -158,15 +127,15 @@ static void sc_registration(const struct be *b, struct t_log *l)
 	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN | EPOLLONESHOT, 6));
 	waitv(l, b, ep);
 	waitv(l, b, ep);
-	t_log_res(l, b->cl(d)); /* the last number: both go */
+	t_log_res(l, b->close(d)); /* the last number: both go */
 	waitv(l, b, ep);
-	t_log_res(l, b->cl(ep));
+	t_log_res(l, b->close(ep));
 }
 
-static void sc_replace(const struct be *b, struct t_log *l)
+static void sc_replace(const struct calls *b, struct t_log *l)
 {
-	int ep = b->epc(0), x = b->efd(1, EFD_NONBLOCK),
-	    y = b->efd(7, EFD_NONBLOCK), y2, x2;
+	int ep = b->create1(0), x = b->eventfd(1, EFD_NONBLOCK),
+	    y = b->eventfd(7, EFD_NONBLOCK), y2, x2;
 
 	num(l, ep);
 	num(l, x);
@@ -187,17 +156,17 @@ static void sc_replace(const struct be *b, struct t_log *l)
 	waitv(l, b, ep);
 	t_log_res(l, add(b, ep, EPOLL_CTL_DEL, x, 0, 0));
 	waitv(l, b, ep);
-	t_log_res(l, b->cl(x));
-	t_log_res(l, b->cl(y));
+	t_log_res(l, b->close(x));
+	t_log_res(l, b->close(y));
 	rdv(l, b, y2);
-	t_log_res(l, b->cl(y2));
-	t_log_res(l, b->cl(x2));
-	t_log_res(l, b->cl(ep));
+	t_log_res(l, b->close(y2));
+	t_log_res(l, b->close(x2));
+	t_log_res(l, b->close(ep));
 }
 
-static void sc_errors(const struct be *b, struct t_log *l)
+static void sc_errors(const struct calls *b, struct t_log *l)
 {
-	int a = b->efd(0, 0), c, big;
+	int a = b->eventfd(0, 0), c, big;
 
 	num(l, a);
 	t_log_put(l, b->dup2(a, a) == a);
@@ -215,25 +184,25 @@ static void sc_errors(const struct be *b, struct t_log *l)
 	t_log_put(l, b->fcntl(a, F_GETFD) == 0);
 	wrv(l, b, c, 9);
 	rdv(l, b, a);
-	t_log_res(l, b->cl(c));
-	t_log_res(l, b->cl(a));
+	t_log_res(l, b->close(c));
+	t_log_res(l, b->close(a));
 }
 
 static void *late_write(void *arg)
 {
 	const void **a = arg;
-	const struct be *b = a[0];
+	const struct calls *b = a[0];
 	int fd = *(const int *)a[1];
 	uint64_t v = 77;
 
 	t_sleep_ms(100);
-	b->wr(fd, &v, sizeof(v));
+	b->write(fd, &v, sizeof(v));
 	return NULL;
 }
 
-static void sc_setfl(const struct be *b, struct t_log *l)
+static void sc_setfl(const struct calls *b, struct t_log *l)
 {
-	int a = b->efd(0, EFD_NONBLOCK), d;
+	int a = b->eventfd(0, EFD_NONBLOCK), d;
 	const void *arg[2] = { b, &a };
 	pthread_t th;
 
@@ -253,31 +222,31 @@ static void sc_setfl(const struct be *b, struct t_log *l)
 	pthread_join(th, NULL);
 	t_log_res(l, b->fcntl(a, F_SETFL, O_RDWR | O_NONBLOCK));
 	rdv(l, b, d); /* EAGAIN */
-	t_log_res(l, b->cl(a));
-	t_log_res(l, b->cl(d));
+	t_log_res(l, b->close(a));
+	t_log_res(l, b->close(d));
 }
 
-static void sc_instance(const struct be *b, struct t_log *l)
+static void sc_instance(const struct calls *b, struct t_log *l)
 {
-	int ep = b->epc(0), e = b->efd(2, EFD_NONBLOCK), ep2;
+	int ep = b->create1(0), e = b->eventfd(2, EFD_NONBLOCK), ep2;
 
 	num(l, ep);
 	num(l, e);
 	ep2 = num(l, b->dup(ep));
 	t_log_res(l, add(b, ep2, EPOLL_CTL_ADD, e, EPOLLIN, 5));
 	waitv(l, b, ep);
-	t_log_res(l, b->cl(ep));
+	t_log_res(l, b->close(ep));
 	waitv(l, b, ep2);
 	t_log_res(l, add(b, ep2, EPOLL_CTL_DEL, e, 0, 0));
 	waitv(l, b, ep2);
 	t_log_res(l, b->wait(ep, (struct epoll_event[1]){ 0 }, 1, 0)); /* EBADF */
-	t_log_res(l, b->cl(ep2));
-	t_log_res(l, b->cl(e));
+	t_log_res(l, b->close(ep2));
+	t_log_res(l, b->close(e));
 }
 
-static void sc_demote_fork(const struct be *b, struct t_log *l)
+static void sc_demote_fork(const struct calls *b, struct t_log *l)
 {
-	int ep = b->epc(0), a = b->efd(5, EFD_NONBLOCK), d, st = 0;
+	int ep = b->create1(0), a = b->eventfd(5, EFD_NONBLOCK), d, st = 0;
 	pid_t pid;
 
 	num(l, ep);
@@ -292,10 +261,10 @@ static void sc_demote_fork(const struct be *b, struct t_log *l)
 	/* The registration made through d is keyed by d in the kernel. */
 	t_log_res(l, add(b, ep, EPOLL_CTL_MOD, d, EPOLLIN, 9));
 	waitv(l, b, ep);
-	t_log_res(l, b->cl(a));
-	t_log_res(l, b->cl(d));
+	t_log_res(l, b->close(a));
+	t_log_res(l, b->close(d));
 	/* Another ueventfd with two numbers, across fork. */
-	a = b->efd(0, 0);
+	a = b->eventfd(0, 0);
 	num(l, a);
 	d = num(l, b->dup(a));
 	pid = fork();
@@ -303,21 +272,21 @@ static void sc_demote_fork(const struct be *b, struct t_log *l)
 	if (pid == 0) {
 		uint64_t v = 0;
 
-		if (b->rd(d, &v, 8) != 8 || v != 6)
+		if (b->read(d, &v, 8) != 8 || v != 6)
 			_exit(1);
 		v = 11;
-		_exit(b->wr(a, &v, 8) == 8 ? 0 : 2);
+		_exit(b->write(a, &v, 8) == 8 ? 0 : 2);
 	}
 	wrv(l, b, a, 6);
 	REQUIRE(waitpid(pid, &st, 0) == pid);
 	t_log_put(l, st);
 	rdv(l, b, d);
-	t_log_res(l, b->cl(a));
-	t_log_res(l, b->cl(d));
-	t_log_res(l, b->cl(ep));
+	t_log_res(l, b->close(a));
+	t_log_res(l, b->close(d));
+	t_log_res(l, b->close(ep));
 }
 
-static void (*const scenarios[])(const struct be *, struct t_log *) = {
+static void (*const scenarios[])(const struct calls *, struct t_log *) = {
 	sc_counter, sc_registration, sc_replace, sc_errors,
 	sc_setfl, sc_instance, sc_demote_fork,
 };
@@ -329,8 +298,8 @@ static void differential(void)
 		char what[32];
 
 		k.n = u.n = 0;
-		scenarios[i](&kern, &k);
-		scenarios[i](&uep, &u);
+		scenarios[i](&calls_kernel, &k);
+		scenarios[i](&calls_uepoll, &u);
 		snprintf(what, sizeof(what), "scenario %zu", i);
 		t_log_same(&k, &u, what);
 	}

@@ -22,6 +22,7 @@
  * After the limit is restored everything works again.
  */
 #include "testlib.h"
+#include "calls.h"
 
 #include <fcntl.h>
 #include <stdbool.h>
@@ -184,22 +185,16 @@ static void test_creates(void)
 
 /* One world's objects, made before the limit is lowered. */
 struct world {
-	int (*create1)(int);
-	int (*ctl)(int, int, int, struct epoll_event *);
-	int (*wait)(int, struct epoll_event *, int, int);
-	int (*mkefd)(unsigned int, int);
-	ssize_t (*rd)(int, void *, size_t);
-	ssize_t (*wr)(int, const void *, size_t);
-	int (*cl)(int);
+	const struct calls *c;
 	int ep, ep2, efd, efd2, p[2];
 };
 
 static void world_open(struct world *w)
 {
-	w->ep = w->create1(0);
-	w->ep2 = w->create1(0);
-	w->efd = w->mkefd(0, EFD_NONBLOCK);
-	w->efd2 = w->mkefd(1, EFD_NONBLOCK);
+	w->ep = w->c->create1(0);
+	w->ep2 = w->c->create1(0);
+	w->efd = w->c->eventfd(0, EFD_NONBLOCK);
+	w->efd2 = w->c->eventfd(1, EFD_NONBLOCK);
 	REQUIRE(w->ep >= 0 && w->ep2 >= 0 && w->efd >= 0 && w->efd2 >= 0);
 	REQUIRE(pipe2(w->p, O_NONBLOCK) == 0);
 }
@@ -219,56 +214,42 @@ static void world_run(struct world *w, long *res, int *err, int *n)
 		i++;                                                         \
 	} while (0)
 	ev.data.u64 = 1;
-	R(w->ctl(w->ep, EPOLL_CTL_ADD, w->efd, &ev));
+	R(w->c->ctl(w->ep, EPOLL_CTL_ADD, w->efd, &ev));
 	ev.data.u64 = 2;
-	R(w->ctl(w->ep, EPOLL_CTL_ADD, w->p[0], &ev));
+	R(w->c->ctl(w->ep, EPOLL_CTL_ADD, w->p[0], &ev));
 	ev.data.u64 = 3;
-	R(w->ctl(w->ep2, EPOLL_CTL_ADD, w->ep, &ev));
+	R(w->c->ctl(w->ep2, EPOLL_CTL_ADD, w->ep, &ev));
 	ev.data.u64 = 4;
-	R(w->ctl(w->ep2, EPOLL_CTL_ADD, w->efd2, &ev));
-	R(w->wr(w->efd, &v, sizeof(v)));
+	R(w->c->ctl(w->ep2, EPOLL_CTL_ADD, w->efd2, &ev));
+	R(w->c->write(w->efd, &v, sizeof(v)));
 	R(write(w->p[1], "x", 1));
-	R(w->wait(w->ep, out, 8, 0));
-	R(w->wait(w->ep2, out, 8, 100));
-	R(w->rd(w->efd, &v, sizeof(v)));
+	R(w->c->wait(w->ep, out, 8, 0));
+	R(w->c->wait(w->ep2, out, 8, 100));
+	R(w->c->read(w->efd, &v, sizeof(v)));
 	R((long)v);
 	ev.events = EPOLLIN | EPOLLET;
-	R(w->ctl(w->ep, EPOLL_CTL_MOD, w->efd, &ev));
-	R(w->ctl(w->ep2, EPOLL_CTL_MOD, w->ep, &ev));
-	R(w->ctl(w->ep, EPOLL_CTL_DEL, w->p[0], NULL));
-	R(w->ctl(w->ep2, EPOLL_CTL_DEL, w->ep, NULL));
+	R(w->c->ctl(w->ep, EPOLL_CTL_MOD, w->efd, &ev));
+	R(w->c->ctl(w->ep2, EPOLL_CTL_MOD, w->ep, &ev));
+	R(w->c->ctl(w->ep, EPOLL_CTL_DEL, w->p[0], NULL));
+	R(w->c->ctl(w->ep2, EPOLL_CTL_DEL, w->ep, NULL));
 	ev.events = EPOLLIN | EPOLLEXCLUSIVE;
-	R(w->ctl(w->ep, EPOLL_CTL_ADD, w->p[0], &ev));
-	R(w->wait(w->ep, out, 8, 0));
-	R(w->cl(w->efd));
-	R(w->wait(w->ep, out, 8, 0));
-	R(w->cl(w->ep));
-	R(w->wait(w->ep2, out, 8, 0));
-	R(w->cl(w->ep2));
-	R(w->cl(w->efd2));
+	R(w->c->ctl(w->ep, EPOLL_CTL_ADD, w->p[0], &ev));
+	R(w->c->wait(w->ep, out, 8, 0));
+	R(w->c->close(w->efd));
+	R(w->c->wait(w->ep, out, 8, 0));
+	R(w->c->close(w->ep));
+	R(w->c->wait(w->ep2, out, 8, 0));
+	R(w->c->close(w->ep2));
+	R(w->c->close(w->efd2));
 	R(close(w->p[0]));
 	R(close(w->p[1]));
 #undef R
 	*n = i;
 }
 
-static ssize_t k_read(int fd, void *b, size_t n)
-{
-	return read(fd, b, n);
-}
-
-static ssize_t k_write(int fd, const void *b, size_t n)
-{
-	return write(fd, b, n);
-}
-
 static void test_no_fd_left(void)
 {
-	struct world k = { epoll_create1, epoll_ctl, epoll_wait, eventfd,
-			   k_read, k_write, close, 0, 0, 0, 0, { 0, 0 } };
-	struct world u = { uepoll_create1, uepoll_ctl, uepoll_wait, ueventfd,
-			   uepoll_read, uepoll_write, uepoll_close,
-			   0, 0, 0, 0, { 0, 0 } };
+	struct world k = { .c = &calls_kernel }, u = { .c = &calls_uepoll };
 	long rk[32], ru[32];
 	int ek[32], eu[32], nk, nu;
 

@@ -25,13 +25,13 @@
  * A hang is a failure naming the step (xproc.h).
  */
 #include "forkrace.h"
-#include "twosys.h"
+#include "calls.h"
 #include "xproc.h"
 
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
-static const struct sys *S;
+static const struct calls *S;
 static int main_watch;
 static _Atomic int cur, go, stop, fired, demoted;
 /* The round whose child runs (set by the child: shared memory). */
@@ -58,7 +58,7 @@ static void *demoter(void *arg)
 			sched_yield();
 		if (atomic_load(&stop))
 			break;
-		if (S == &uep)
+		if (S == &calls_uepoll)
 			wrap_hook_once(hook);
 		else
 			atomic_store(&go, round); /* nothing to race */
@@ -71,14 +71,14 @@ static void *demoter(void *arg)
 
 static long wr(int fd, uint64_t v)
 {
-	return S->wr(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -errno;
+	return S->write(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -errno;
 }
 
 static long rd(int fd)
 {
 	uint64_t v = 0;
 
-	return S->rd(fd, &v, sizeof(v)) == sizeof(v) ? (long)v : -errno;
+	return S->read(fd, &v, sizeof(v)) == sizeof(v) ? (long)v : -errno;
 }
 
 /* Fork when the demotion is at its hook; the child says it runs, the
@@ -99,17 +99,17 @@ static int fork_now(int r, struct t_child *c)
 /* a. A ueventfd being demoted. */
 static void round_efd(int r, struct t_log *L)
 {
-	int ep = S->epc(0), efd = S->efd(5, EFD_NONBLOCK);
+	int ep = S->create1(0), efd = S->eventfd(5, EFD_NONBLOCK);
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
 	struct t_child c;
 
 	REQUIRE(ep >= 0 && efd >= 0);
 	REQUIRE(S->ctl(ep, EPOLL_CTL_ADD, efd, &ev) == 0);
 	target = efd;
-	x_step(S == &uep ? "uepoll" : "kernel", "a. a ueventfd demoted");
+	x_step(S->name, "a. a ueventfd demoted");
 	atomic_store(&cur, r);
 	if (fork_now(r, &c) == 0) {
-		x_step(S == &uep ? "uepoll" : "kernel",
+		x_step(S->name,
 		       "a. the child's write and demotion");
 		if (wr(efd, 1) != 0)
 			_exit(2);
@@ -118,20 +118,20 @@ static void round_efd(int r, struct t_log *L)
 	x_step_end();
 	/* (A child stuck in the demotion ends at its step's deadline.) */
 	t_log_put(L, t_child_reap(&c, 15000, "a. the child"));
-	x_step(S == &uep ? "uepoll" : "kernel", "a. the demotion's end");
+	x_step(S->name, "a. the demotion's end");
 	fr_spin(&demoted, r);
 	x_step_end();
 	t_log_put(L, rd(efd));
 	t_log_put(L, rd(efd));
 	t_log_put(L, S->wait(ep, &ev, 1, 0));
-	CHECK_EQ(S->cl(efd), 0);
-	CHECK_EQ(S->cl(ep), 0);
+	CHECK_EQ(S->close(efd), 0);
+	CHECK_EQ(S->close(ep), 0);
 }
 
 /* b. An instance being demoted. */
 static void round_port(int r, struct t_log *L)
 {
-	int ep = S->epc(0), efd = S->efd(0, EFD_NONBLOCK), p[2];
+	int ep = S->create1(0), efd = S->eventfd(0, EFD_NONBLOCK), p[2];
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
 	struct t_child c;
 
@@ -140,13 +140,13 @@ static void round_port(int r, struct t_log *L)
 	ev.data.u64 = 2;
 	REQUIRE(S->ctl(ep, EPOLL_CTL_ADD, p[0], &ev) == 0);
 	target = ep;
-	x_step(S == &uep ? "uepoll" : "kernel", "b. an instance demoted");
+	x_step(S->name, "b. an instance demoted");
 	atomic_store(&cur, r);
 	if (fork_now(r, &c) == 0) {
 		struct epoll_event out[4];
 		int k = eventfd(1, 0), n;
 
-		x_step(S == &uep ? "uepoll" : "kernel",
+		x_step(S->name,
 		       "b. the child's ctl and wait");
 		ev.data.u64 = 3;
 		if (k < 0 || S->ctl(ep, EPOLL_CTL_ADD, k, &ev) != 0)
@@ -156,7 +156,7 @@ static void round_port(int r, struct t_log *L)
 	}
 	x_step_end();
 	t_log_put(L, t_child_reap(&c, 15000, "b. the child"));
-	x_step(S == &uep ? "uepoll" : "kernel", "b. the demotion's end");
+	x_step(S->name, "b. the demotion's end");
 	fr_spin(&demoted, r);
 	x_step_end();
 	/* The parent's instance still has both registrations. */
@@ -170,11 +170,11 @@ static void round_port(int r, struct t_log *L)
 	}
 	close(p[0]);
 	close(p[1]);
-	CHECK_EQ(S->cl(efd), 0);
-	CHECK_EQ(S->cl(ep), 0);
+	CHECK_EQ(S->close(efd), 0);
+	CHECK_EQ(S->close(ep), 0);
 }
 
-static void run(const struct sys *s, int rounds, struct t_log *La,
+static void run(const struct calls *s, int rounds, struct t_log *La,
 		struct t_log *Lb)
 {
 	pthread_t th;
@@ -211,8 +211,8 @@ int main(void)
 	if (rounds < 2)
 		rounds = 2;
 	memset(L, 0, sizeof(L));
-	run(&kern, rounds, &L[0], &L[1]);
-	run(&uep, rounds, &L[2], &L[3]);
+	run(&calls_kernel, rounds, &L[0], &L[1]);
+	run(&calls_uepoll, rounds, &L[2], &L[3]);
 	close(main_watch);
 	munmap(child_up, sizeof(*child_up));
 	CHECK_EQ(atomic_load(&fired), 2 * rounds);

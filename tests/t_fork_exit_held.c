@@ -18,14 +18,14 @@
  * wrong.  Under ThreadSanitizer a forked child has no timer thread (its
  * writes wake at once): the same results.
  */
-#include "twosys.h"
+#include "calls.h"
 #include "xproc.h"
 
 #include <sys/resource.h>
 
 #define N 200
 
-static void run(const struct sys *s, struct t_log *L)
+static void run(const struct calls *s, struct t_log *L)
 {
 	static int fd[N];
 	static struct pollfd p[N];
@@ -33,9 +33,9 @@ static void run(const struct sys *s, struct t_log *L)
 	long sum = 0, ready = 0, bad = 0;
 
 	for (int i = 0; i < N; i++) {
-		fd[i] = s->efd(0, EFD_NONBLOCK);
+		fd[i] = s->eventfd(0, EFD_NONBLOCK);
 		REQUIRE(fd[i] >= 0);
-		if (s == &uep) {
+		if (s == &calls_uepoll) {
 			struct ueventfd_coalesce co = { .delay_us = 100000 };
 
 			REQUIRE(ueventfd_coalesce(fd[i], &co, NULL) == 0);
@@ -46,7 +46,7 @@ static void run(const struct sys *s, struct t_log *L)
 		int b = 0;
 
 		for (int i = 0; i < N; i++)
-			b |= s->wr(fd[i], &one, sizeof(one)) != sizeof(one);
+			b |= s->write(fd[i], &one, sizeof(one)) != sizeof(one);
 		exit(b); /* not _exit: what the library does at exit runs */
 	}
 	t_log_put(L, t_child_reap(&c, 15000, "the child"));
@@ -57,17 +57,17 @@ static void run(const struct sys *s, struct t_log *L)
 		uint64_t v = 0;
 
 		ready += p[i].revents == POLLIN;
-		if (s->rd(fd[i], &v, sizeof(v)) == sizeof(v))
+		if (s->read(fd[i], &v, sizeof(v)) == sizeof(v))
 			sum += (long)v;
 		else
 			bad++;
-		CHECK_EQ(s->cl(fd[i]), 0);
+		CHECK_EQ(s->close(fd[i]), 0);
 	}
 	t_log_put(L, ready);
 	t_log_put(L, sum);
 	t_log_put(L, bad);
 	printf("%s: %ld of %d readable after the child's exit, %ld read\n",
-	       s == &uep ? "uepoll" : "kernel", ready, N, sum);
+	       s->name, ready, N, sum);
 }
 
 int main(void)
@@ -82,8 +82,8 @@ int main(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 2 * N + 64)
 		T_SKIP("RLIMIT_NOFILE too low");
 	memset(L, 0, sizeof(L));
-	run(&kern, &L[0]);
-	run(&uep, &L[1]);
+	run(&calls_kernel, &L[0]);
+	run(&calls_uepoll, &L[1]);
 	CHECK_EQ(L[0].v[1], N);
 	CHECK_EQ(L[0].v[2], N);
 	t_log_same(&L[0], &L[1], "a child's exit with every write held");

@@ -42,6 +42,7 @@
  * pingpong, steps, et, after, flags, ctl, shared) runs one scenario.
  */
 #include "testlib.h"
+#include "calls.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -58,25 +59,9 @@ static int t_verbose;
 
 /* ---- the two implementations -------------------------------------------- */
 
-struct impl {
-	const char *name;
-	int (*efd)(unsigned int, int);
-	int (*ep)(int);
-	int (*ctl)(int, int, int, struct epoll_event *);
-	int (*wait)(int, struct epoll_event *, int, int);
-	ssize_t (*rd)(int, void *, size_t);
-	ssize_t (*wr)(int, const void *, size_t);
-	int (*cl)(int);
-};
+static const struct calls *const IMPLS[2] = { &calls_kernel, &calls_uepoll };
 
-static const struct impl KERN = { "kernel", eventfd, epoll_create1, epoll_ctl,
-				  epoll_wait, read, write, close };
-static const struct impl UEP = { "uepoll", ueventfd, uepoll_create1, uepoll_ctl,
-				 uepoll_wait, uepoll_read, uepoll_write,
-				 uepoll_close };
-static const struct impl *const IMPLS[2] = { &KERN, &UEP };
-
-static int add(const struct impl *I, int ep, int fd, uint32_t events,
+static int add(const struct calls *I, int ep, int fd, uint32_t events,
 	       uint64_t data)
 {
 	struct epoll_event ev = { .events = events, .data.u64 = data };
@@ -84,9 +69,9 @@ static int add(const struct impl *I, int ep, int fd, uint32_t events,
 	return I->ctl(ep, EPOLL_CTL_ADD, fd, &ev);
 }
 
-static int wr64(const struct impl *I, int fd, uint64_t v)
+static int wr64(const struct calls *I, int fd, uint64_t v)
 {
-	ssize_t r = I->wr(fd, &v, sizeof(v));
+	ssize_t r = I->write(fd, &v, sizeof(v));
 
 	return r == sizeof(v) ? 0 : -1;
 }
@@ -212,7 +197,7 @@ struct pubsub {
 	int64_t fin_in, fin_inout, fin_read, fin_errno, fin_wait;
 };
 
-static void pubsub_run(const struct impl *I, int mode, int64_t n,
+static void pubsub_run(const struct calls *I, int mode, int64_t n,
 		       struct pubsub *o)
 {
 	int efd, ep = -1, inner = -1;
@@ -221,15 +206,15 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 	struct epoll_event ev[4];
 
 	memset(o, 0, sizeof(*o));
-	efd = I->efd(0, EFD_NONBLOCK);
+	efd = I->eventfd(0, EFD_NONBLOCK);
 	REQUIRE(efd >= 0);
 	if (mode == SUB_INSTANCE) {
-		ep = I->ep(0);
+		ep = I->create1(0);
 		REQUIRE(ep >= 0);
 		CHECK_EQ(add(I, ep, efd, EPOLLIN, 0x5ab), 0);
 	} else if (mode == SUB_NESTED) {
-		ep = I->ep(0);
-		inner = I->ep(0);
+		ep = I->create1(0);
+		inner = I->create1(0);
 		REQUIRE(ep >= 0 && inner >= 0);
 		CHECK_EQ(add(I, inner, efd, EPOLLIN, 0x1e), 0);
 		CHECK_EQ(add(I, ep, inner, EPOLLIN, 0x5ab), 0);
@@ -242,16 +227,16 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 		/* The child's copies of the instances go first: the parent's
 		 * registrations live on (one epoll, referenced twice). */
 		if (inner >= 0)
-			bad |= I->cl(inner) != 0;
+			bad |= I->close(inner) != 0;
 		if (ep >= 0)
-			bad |= I->cl(ep) != 0;
+			bad |= I->close(ep) != 0;
 		for (int64_t i = 0; i < n; i++) {
-			if (I->wr(efd, &one, sizeof(one)) != sizeof(one))
+			if (I->write(efd, &one, sizeof(one)) != sizeof(one))
 				bad = 1;
 			if (t_rand(&s) % 1024 == 0)
 				usleep(50 + (useconds_t)(t_rand(&s) % 200));
 		}
-		bad |= I->cl(efd) != 0;
+		bad |= I->close(efd) != 0;
 		_exit(bad ? 1 : 0);
 	}
 	deadline = t_now_ns() + 8000000000ull;
@@ -287,7 +272,7 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 				break;
 			continue;
 		}
-		r = (int)I->rd(efd, &v, sizeof(v));
+		r = (int)I->read(efd, &v, sizeof(v));
 		if (r == sizeof(v))
 			o->sum += (int64_t)v;
 		else if (errno == EAGAIN)
@@ -301,15 +286,15 @@ static void pubsub_run(const struct impl *I, int mode, int64_t n,
 	o->fin_in = poll_now(efd, POLLIN);
 	o->fin_inout = poll_now(efd, POLLIN | POLLOUT);
 	errno = 0;
-	o->fin_read = I->rd(efd, &v, sizeof(v));
+	o->fin_read = I->read(efd, &v, sizeof(v));
 	o->fin_errno = errno;
 	if (ep >= 0)
 		o->fin_wait = I->wait(ep, ev, 4, 0);
 	if (inner >= 0)
-		CHECK_EQ(I->cl(inner), 0);
+		CHECK_EQ(I->close(inner), 0);
 	if (ep >= 0)
-		CHECK_EQ(I->cl(ep), 0);
-	CHECK_EQ(I->cl(efd), 0);
+		CHECK_EQ(I->close(ep), 0);
+	CHECK_EQ(I->close(efd), 0);
 }
 
 static void test_pubsub(void)
@@ -356,10 +341,10 @@ struct pingpong {
 	int64_t bad, child_bad, child, fin_a, fin_b;
 };
 
-static void pingpong_run(const struct impl *I, int64_t rounds,
+static void pingpong_run(const struct calls *I, int64_t rounds,
 			 struct pingpong *o)
 {
-	int a = I->efd(0, EFD_SEMAPHORE), b = I->efd(0, EFD_SEMAPHORE);
+	int a = I->eventfd(0, EFD_SEMAPHORE), b = I->eventfd(0, EFD_SEMAPHORE);
 	int res[2];
 	struct t_child c;
 	uint64_t v;
@@ -375,7 +360,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds,
 		close(res[0]);
 		for (int64_t i = 0; i < rounds; i++) {
 			v = 0;
-			if (I->rd(a, &v, sizeof(v)) != sizeof(v) || v != 1)
+			if (I->read(a, &v, sizeof(v)) != sizeof(v) || v != 1)
 				bad++;
 			if (wr64(I, b, 1))
 				bad++;
@@ -383,8 +368,8 @@ static void pingpong_run(const struct impl *I, int64_t rounds,
 		r.n = 0;
 		rec_put(&r, bad);
 		rec_send(res[1], &r);
-		bad += I->cl(a) != 0;
-		bad += I->cl(b) != 0;
+		bad += I->close(a) != 0;
+		bad += I->close(b) != 0;
 		_exit(bad ? 1 : 0);
 	}
 	close(res[1]);
@@ -393,7 +378,7 @@ static void pingpong_run(const struct impl *I, int64_t rounds,
 		if (wr64(I, a, 1))
 			o->bad++;
 		v = 0;
-		if (I->rd(b, &v, sizeof(v)) != sizeof(v) || v != 1)
+		if (I->read(b, &v, sizeof(v)) != sizeof(v) || v != 1)
 			o->bad++;
 	}
 	o->child = t_child_reap(&c, 5000, "pingpong");
@@ -404,8 +389,8 @@ static void pingpong_run(const struct impl *I, int64_t rounds,
 	close(res[0]);
 	o->fin_a = poll_now(a, POLLIN | POLLOUT);
 	o->fin_b = poll_now(b, POLLIN | POLLOUT);
-	CHECK_EQ(I->cl(a), 0);
-	CHECK_EQ(I->cl(b), 0);
+	CHECK_EQ(I->close(a), 0);
+	CHECK_EQ(I->close(b), 0);
 }
 
 static void test_pingpong(void)
@@ -522,7 +507,7 @@ static void fdinfo(int fd, int64_t *count, int64_t *sem)
 }
 
 /* Do one step; its NV values. */
-static void step_do(const struct impl *I, const struct objs3 *o,
+static void step_do(const struct calls *I, const struct objs3 *o,
 		    const struct step *s, int64_t out[NV])
 {
 	struct epoll_event ev[4];
@@ -537,23 +522,23 @@ static void step_do(const struct impl *I, const struct objs3 *o,
 	switch (s->op) {
 	case OP_W:
 		v = s->arg;
-		r = I->wr(o->efd, &v, sizeof(v));
+		r = I->write(o->efd, &v, sizeof(v));
 		out[1] = r;
 		out[2] = r < 0 ? errno : 0;
 		return;
 	case OP_R:
-		r = I->rd(o->efd, &v, sizeof(v));
+		r = I->read(o->efd, &v, sizeof(v));
 		out[1] = r;
 		out[2] = r < 0 ? errno : 0;
 		out[3] = r < 0 ? 0 : (int64_t)v;
 		return;
 	case OP_R4:
-		r = I->rd(o->efd, &v4, sizeof(v4));
+		r = I->read(o->efd, &v4, sizeof(v4));
 		out[1] = r;
 		out[2] = r < 0 ? errno : 0;
 		return;
 	case OP_W4:
-		r = I->wr(o->efd, &v4, sizeof(v4));
+		r = I->write(o->efd, &v4, sizeof(v4));
 		out[1] = r;
 		out[2] = r < 0 ? errno : 0;
 		return;
@@ -584,7 +569,7 @@ static void step_do(const struct impl *I, const struct objs3 *o,
 		out[3] = (fcntl(o->efd, F_GETFL) & O_NONBLOCK) != 0;
 		return;
 	case OP_CL:
-		out[1] = I->cl(o->efd);
+		out[1] = I->close(o->efd);
 		return;
 	case OP_MO:
 	case OP_DL:
@@ -635,7 +620,7 @@ static void step_print(const char *tag, const struct step *s,
 
 /* The run's record: pre-fork steps, then the script's (the child's values
  * from its record), then the child's exit status. */
-static void steps_run(const struct impl *I, unsigned initval, int flags,
+static void steps_run(const struct calls *I, unsigned initval, int flags,
 		      const struct step *pre, size_t npre, int64_t *out)
 {
 	struct objs3 o;
@@ -644,12 +629,12 @@ static void steps_run(const struct impl *I, unsigned initval, int flags,
 	struct rec r;
 	size_t i;
 
-	o.efd = I->efd(initval, flags | EFD_NONBLOCK);
-	o.lt = I->ep(0);
-	o.et = I->ep(0);
-	o.os = I->ep(0);
-	o.inner = I->ep(0);
-	o.outer = I->ep(0);
+	o.efd = I->eventfd(initval, flags | EFD_NONBLOCK);
+	o.lt = I->create1(0);
+	o.et = I->create1(0);
+	o.os = I->create1(0);
+	o.inner = I->create1(0);
+	o.outer = I->create1(0);
 	REQUIRE(o.efd >= 0 && o.lt >= 0 && o.et >= 0 && o.os >= 0 &&
 		o.inner >= 0 && o.outer >= 0);
 	CHECK_EQ(add(I, o.lt, o.efd, EPOLLIN, 0x11), 0);
@@ -687,12 +672,12 @@ static void steps_run(const struct impl *I, unsigned initval, int flags,
 		}
 		rec_send(res[1], &r);
 		if (!closed)
-			I->cl(o.efd);
-		I->cl(o.outer);
-		I->cl(o.inner);
-		I->cl(o.os);
-		I->cl(o.et);
-		I->cl(o.lt);
+			I->close(o.efd);
+		I->close(o.outer);
+		I->close(o.inner);
+		I->close(o.os);
+		I->close(o.et);
+		I->close(o.lt);
 		_exit(0);
 	}
 	close(pc[0]);
@@ -725,12 +710,12 @@ static void steps_run(const struct impl *I, unsigned initval, int flags,
 	close(pc[1]);
 	close(cp[0]);
 	close(res[0]);
-	CHECK_EQ(I->cl(o.outer), 0);
-	CHECK_EQ(I->cl(o.inner), 0);
-	CHECK_EQ(I->cl(o.os), 0);
-	CHECK_EQ(I->cl(o.et), 0);
-	CHECK_EQ(I->cl(o.lt), 0);
-	CHECK_EQ(I->cl(o.efd), 0);
+	CHECK_EQ(I->close(o.outer), 0);
+	CHECK_EQ(I->close(o.inner), 0);
+	CHECK_EQ(I->close(o.os), 0);
+	CHECK_EQ(I->close(o.et), 0);
+	CHECK_EQ(I->close(o.lt), 0);
+	CHECK_EQ(I->close(o.efd), 0);
 }
 
 static void test_steps(void)
@@ -819,9 +804,9 @@ static void test_steps(void)
 
 #define ET_NV 16
 
-static void et_run(const struct impl *I, int taken, int64_t out[ET_NV])
+static void et_run(const struct calls *I, int taken, int64_t out[ET_NV])
 {
-	int efd = I->efd(2, EFD_NONBLOCK), ep = I->ep(0);
+	int efd = I->eventfd(2, EFD_NONBLOCK), ep = I->create1(0);
 	int pc[2], cp[2];
 	struct epoll_event ev[4];
 	struct t_child c;
@@ -840,7 +825,7 @@ static void et_run(const struct impl *I, int taken, int64_t out[ET_NV])
 
 		close(pc[1]);
 		close(cp[0]);
-		bad |= I->cl(ep) != 0; /* the parent's registration stays */
+		bad |= I->close(ep) != 0; /* the parent's registration stays */
 		bad |= tok_take(pc[0], 3000);
 		bad |= wr64(I, efd, 1);
 		tok_give(cp[1]);
@@ -850,7 +835,7 @@ static void et_run(const struct impl *I, int taken, int64_t out[ET_NV])
 		bad |= tok_take(pc[0], 3000);
 		usleep(30000); /* the parent is asleep in its wait by now */
 		bad |= wr64(I, efd, 1);
-		bad |= I->cl(efd) != 0;
+		bad |= I->close(efd) != 0;
 		_exit(bad ? 1 : 0);
 	}
 	close(pc[0]);
@@ -877,14 +862,14 @@ static void et_run(const struct impl *I, int taken, int64_t out[ET_NV])
 	out[k++] = I->wait(ep, ev, 4, 3000);
 	out[k++] = t_now_ns() - t0 < 2000000000ull; /* not the timeout */
 	out[k++] = (int64_t)ev[0].data.u64;
-	out[k++] = I->rd(efd, &v, sizeof(v));
+	out[k++] = I->read(efd, &v, sizeof(v));
 	out[k++] = (int64_t)v;
 	out[k++] = I->wait(ep, ev, 4, 0);
 	out[k++] = t_child_reap(&c, 5000, "et");
 	close(pc[1]);
 	close(cp[0]);
-	CHECK_EQ(I->cl(ep), 0);
-	CHECK_EQ(I->cl(efd), 0);
+	CHECK_EQ(I->close(ep), 0);
+	CHECK_EQ(I->close(efd), 0);
 }
 
 static void test_et(void)
@@ -892,8 +877,8 @@ static void test_et(void)
 	for (int taken = 1; taken >= 0; taken--) {
 		int64_t o[2][ET_NV];
 
-		et_run(&KERN, taken, o[0]);
-		et_run(&UEP, taken, o[1]);
+		et_run(&calls_kernel, taken, o[0]);
+		et_run(&calls_uepoll, taken, o[1]);
 		for (int i = 0; i < ET_NV; i++)
 			if (i == 0 && taken && o[0][0] == 0 && o[1][0] == 1 &&
 			    !t_strict) {
@@ -943,7 +928,7 @@ static void test_after_fork(void)
 		u = ueventfd(0, EFD_NONBLOCK);
 		ep = uepoll_create1(0);
 		bad |= (u < 0 || ep < 0) << 0;
-		bad |= (add(&UEP, ep, u, EPOLLIN, 0xc1) != 0) << 1;
+		bad |= (add(&calls_uepoll, ep, u, EPOLLIN, 0xc1) != 0) << 1;
 		bad |= (ueventfd_write(u, 7) != 0) << 2;
 		bad |= (uepoll_wait(ep, ev, 2, 1000) != 1 ||
 			ev[0].data.u64 != 0xc1) << 3;
@@ -956,7 +941,7 @@ static void test_after_fork(void)
 		/* A second fork shares it with the grandchild too. */
 		u2 = ueventfd(4, EFD_NONBLOCK | EFD_SEMAPHORE);
 		bad |= (u2 < 0) << 8;
-		bad |= (add(&UEP, ep, u2, EPOLLIN, 0xc2) != 0) << 9;
+		bad |= (add(&calls_uepoll, ep, u2, EPOLLIN, 0xc2) != 0) << 9;
 		child_start(&g);
 		if (g.pid == 0) {
 			int gb = 0;
@@ -1054,7 +1039,7 @@ static void test_shared_instance(void)
 		close(tok[0]);
 		s.u = ueventfd(0, EFD_NONBLOCK);
 		s.tid = t_gettid();
-		if (s.u < 0 || add(&UEP, ep, s.u, EPOLLIN, 0x66))
+		if (s.u < 0 || add(&calls_uepoll, ep, s.u, EPOLLIN, 0x66))
 			_exit(2);
 		if (pthread_create(&th, NULL, s6_writer, &s))
 			_exit(2);
@@ -1125,9 +1110,9 @@ static const struct {
 };
 #define FL_NV (NFLAG * 3 * 4 + 3)
 
-static void flags_run(const struct impl *I, int64_t out[FL_NV])
+static void flags_run(const struct calls *I, int64_t out[FL_NV])
 {
-	int efd = I->efd(0, EFD_NONBLOCK), ep[NFLAG], pc[2], cp[2], k = 0;
+	int efd = I->eventfd(0, EFD_NONBLOCK), ep[NFLAG], pc[2], cp[2], k = 0;
 	struct epoll_event ev[4];
 	struct t_child c;
 	uint64_t v = 0;
@@ -1136,9 +1121,10 @@ static void flags_run(const struct impl *I, int64_t out[FL_NV])
 	REQUIRE(efd >= 0);
 	REQUIRE(pipe(pc) == 0 && pipe(cp) == 0);
 	for (int i = 0; i < NFLAG; i++) {
-		ep[i] = I->ep(0);
+		ep[i] = I->create1(0);
 		REQUIRE(ep[i] >= 0);
-		CHECK_EQ(add(I, ep[i], efd, I == &UEP ? FLAGS[i].u : FLAGS[i].k,
+		CHECK_EQ(add(I, ep[i], efd,
+			     I == &calls_uepoll ? FLAGS[i].u : FLAGS[i].k,
 			     0xa0 + (uint64_t)i), 0);
 	}
 	child_start(&c);
@@ -1148,11 +1134,11 @@ static void flags_run(const struct impl *I, int64_t out[FL_NV])
 		close(pc[1]);
 		close(cp[0]);
 		for (int i = 0; i < NFLAG; i++)
-			bad |= I->cl(ep[i]) != 0;
+			bad |= I->close(ep[i]) != 0;
 		bad |= tok_take(pc[0], 3000);
 		bad |= wr64(I, efd, 1);
 		tok_give(cp[1]);
-		bad |= I->cl(efd) != 0;
+		bad |= I->close(efd) != 0;
 		_exit(bad);
 	}
 	close(pc[0]);
@@ -1182,14 +1168,14 @@ static void flags_run(const struct impl *I, int64_t out[FL_NV])
 			out[k++] = (int64_t)ev[0].data.u64;
 		}
 	}
-	out[k++] = I->rd(efd, &v, sizeof(v));
+	out[k++] = I->read(efd, &v, sizeof(v));
 	out[k++] = (int64_t)v;
 	out[k++] = t_child_reap(&c, 5000, "flags");
 	close(pc[1]);
 	close(cp[0]);
 	for (int i = 0; i < NFLAG; i++)
-		CHECK_EQ(I->cl(ep[i]), 0);
-	CHECK_EQ(I->cl(efd), 0);
+		CHECK_EQ(I->close(ep[i]), 0);
+	CHECK_EQ(I->close(efd), 0);
 }
 
 static void test_flags(void)
@@ -1197,8 +1183,8 @@ static void test_flags(void)
 	int64_t o[2][FL_NV];
 	int bad = 0;
 
-	flags_run(&KERN, o[0]);
-	flags_run(&UEP, o[1]);
+	flags_run(&calls_kernel, o[0]);
+	flags_run(&calls_uepoll, o[1]);
 	for (int i = 0; i < FL_NV; i++) {
 		if (o[0][i] == o[1][i])
 			continue;
@@ -1231,9 +1217,9 @@ static void test_flags(void)
  */
 #define CX_NV 8
 
-static void ctlx_run(const struct impl *I, int64_t out[CX_NV])
+static void ctlx_run(const struct calls *I, int64_t out[CX_NV])
 {
-	int efd = I->efd(1, EFD_NONBLOCK), ep = I->ep(0), p[2], k = 0;
+	int efd = I->eventfd(1, EFD_NONBLOCK), ep = I->create1(0), p[2], k = 0;
 	struct epoll_event ev[4];
 	struct t_child c;
 
@@ -1247,8 +1233,8 @@ static void ctlx_run(const struct impl *I, int64_t out[CX_NV])
 
 		bad |= add(I, ep, p[0], EPOLLIN, 3) != 0;
 		bad |= write(p[1], "x", 1) != 1;
-		bad |= I->cl(ep) != 0;
-		bad |= I->cl(efd) != 0;
+		bad |= I->close(ep) != 0;
+		bad |= I->close(efd) != 0;
 		_exit(bad);
 	}
 	out[k++] = t_child_reap(&c, 5000, "ctl from the child");
@@ -1265,8 +1251,8 @@ static void ctlx_run(const struct impl *I, int64_t out[CX_NV])
 	out[k++] = I->wait(ep, ev, 4, 0);
 	close(p[0]);
 	close(p[1]);
-	CHECK_EQ(I->cl(ep), 0);
-	CHECK_EQ(I->cl(efd), 0);
+	CHECK_EQ(I->close(ep), 0);
+	CHECK_EQ(I->close(efd), 0);
 }
 
 static void test_ctl_other(void)
@@ -1279,8 +1265,8 @@ static void test_ctl_other(void)
 	int64_t o[2][CX_NV];
 	int bad = 0;
 
-	ctlx_run(&KERN, o[0]);
-	ctlx_run(&UEP, o[1]);
+	ctlx_run(&calls_kernel, o[0]);
+	ctlx_run(&calls_uepoll, o[1]);
 	for (int i = 0; i < CX_NV; i++)
 		if (o[0][i] != o[1][i]) {
 			fprintf(stderr, "ctl from the child: %s: kernel %" PRId64 ", uepoll %" PRId64 "\n",

@@ -29,13 +29,13 @@
  *    eventfd, which runs the same script first (a handler's write(2)).
  */
 #include "libcwrap.h"
-#include "twosys.h"
+#include "calls.h"
 #include "xproc.h"
 
 #include <dirent.h>
 #include <sys/syscall.h>
 
-static const struct sys *S;
+static const struct calls *S;
 static int efd;
 
 #if !defined(X_ASAN) && !defined(T_TSAN)
@@ -111,7 +111,7 @@ static void on_usr1(int sig)
 	uint64_t one = 1;
 
 	(void)sig;
-	handled = S->wr(efd, &one, sizeof(one)) == sizeof(one) ? 1 : -1;
+	handled = S->write(efd, &one, sizeof(one)) == sizeof(one) ? 1 : -1;
 }
 
 static int threads(void)
@@ -137,7 +137,7 @@ static _Noreturn void child(void)
 	sa.sa_handler = on_usr1;
 	sigemptyset(&sa.sa_mask);
 	REQUIRE(sigaction(SIGUSR1, &sa, NULL) == 0);
-	x_step(S == &uep ? "uepoll" : "kernel", "the child's handler");
+	x_step(S->name, "the child's handler");
 	before = threads();
 	kwrites = 0;
 	wrap_hook_once(count_kwrites);
@@ -167,7 +167,7 @@ static _Noreturn void child(void)
 		exit(5);
 	}
 #ifndef T_TSAN
-	if (S == &uep && calls != 0) {
+	if (S == &calls_uepoll && calls != 0) {
 		fprintf(stderr, "the child's coalesced write made %d "
 				"write(2)s: it woke at once\n", calls);
 		exit(6);
@@ -178,15 +178,15 @@ static _Noreturn void child(void)
 	exit(0); /* not _exit: what the library does at exit runs */
 }
 
-static void run(const struct sys *s, struct t_log *L)
+static void run(const struct calls *s, struct t_log *L)
 {
 	struct t_child c;
 	uint64_t v = 0;
 
 	S = s;
-	efd = s->efd(0, EFD_NONBLOCK);
+	efd = s->eventfd(0, EFD_NONBLOCK);
 	REQUIRE(efd >= 0);
-	if (s == &uep) {
+	if (s == &calls_uepoll) {
 		struct ueventfd_coalesce co = { .delay_us = 100000 };
 
 		REQUIRE(ueventfd_coalesce(efd, &co, NULL) == 0);
@@ -195,9 +195,9 @@ static void run(const struct sys *s, struct t_log *L)
 		child();
 	t_log_put(L, t_child_reap(&c, 15000, "the child"));
 	t_log_put(L, x_poll(efd, POLLIN, 0));
-	t_log_res(L, s->rd(efd, &v, sizeof(v)));
+	t_log_res(L, s->read(efd, &v, sizeof(v)));
 	t_log_put(L, (long)v);
-	CHECK_EQ(s->cl(efd), 0);
+	CHECK_EQ(s->close(efd), 0);
 }
 
 int main(void)
@@ -208,8 +208,8 @@ int main(void)
 	t_begin("t_fork_signal_write");
 	x_init();
 	memset(L, 0, sizeof(L));
-	run(&kern, &L[0]);
-	run(&uep, &L[1]);
+	run(&calls_kernel, &L[0]);
+	run(&calls_uepoll, &L[1]);
 	CHECK_EQ(L[0].v[0], 0);
 	CHECK_EQ(L[0].v[1], POLLIN);
 	CHECK_EQ(L[0].v[3], 1);

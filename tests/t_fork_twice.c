@@ -17,10 +17,10 @@
  * first fork).  The rounds are counted, not timed.
  */
 #include "forkrace.h"
-#include "twosys.h"
+#include "calls.h"
 #include "xproc.h"
 
-static const struct sys *S;
+static const struct calls *S;
 static int efd;
 static _Atomic int second_watch = -1; /* fr_watch of the second thread */
 static _Atomic int cur, go, done, stop, fired; /* cur: the main thread's round */
@@ -50,7 +50,8 @@ static void *second(void *arg)
 		if (atomic_load(&stop))
 			break;
 		if (x_fork(&c) == 0)
-			_exit(S->wr(efd, &one, sizeof(one)) == sizeof(one) ? 0 : 2);
+			_exit(S->write(efd, &one, sizeof(one)) == sizeof(one) ?
+				      0 : 2);
 		second_status = t_child_reap(&c, 10000, "the second fork's child");
 		atomic_store(&done, round);
 	}
@@ -59,7 +60,7 @@ static void *second(void *arg)
 }
 
 /* One script on one system; its results in L. */
-static void run(const struct sys *s, int rounds, struct t_log *L)
+static void run(const struct calls *s, int rounds, struct t_log *L)
 {
 	pthread_t th;
 
@@ -74,16 +75,16 @@ static void run(const struct sys *s, int rounds, struct t_log *L)
 		struct t_child c;
 		uint64_t v = 0;
 
-		efd = s->efd(0, EFD_NONBLOCK);
+		efd = s->eventfd(0, EFD_NONBLOCK);
 		REQUIRE(efd >= 0);
 		atomic_store(&cur, r);
 		/* On uepoll the hook starts the second fork inside this one's
 		 * prepare; the kernel has no prepare to race: at once. */
-		if (s == &uep)
+		if (s == &calls_uepoll)
 			fr_arm_fork = 1;
 		else
 			atomic_store(&go, r);
-		x_step(s == &uep ? "uepoll" : "kernel", "the two forks");
+		x_step(s->name, "the two forks");
 		if (x_fork(&c) == 0)
 			_exit(0);
 		fr_arm_fork = 0;
@@ -94,9 +95,9 @@ static void run(const struct sys *s, int rounds, struct t_log *L)
 		x_step_end();
 		t_log_put(L, second_status);
 		/* The second child's write, as the kernel's eventfd has it. */
-		t_log_res(L, s->rd(efd, &v, sizeof(v)));
+		t_log_res(L, s->read(efd, &v, sizeof(v)));
 		t_log_put(L, (long)v);
-		CHECK_EQ(s->cl(efd), 0);
+		CHECK_EQ(s->close(efd), 0);
 	}
 	atomic_store(&stop, 1);
 	REQUIRE(t_join_within(th, 10000));
@@ -114,8 +115,8 @@ int main(void)
 	if (rounds < 3)
 		rounds = 3;
 	memset(L, 0, sizeof(L));
-	run(&kern, rounds, &L[0]);
-	run(&uep, rounds, &L[1]);
+	run(&calls_kernel, rounds, &L[0]);
+	run(&calls_uepoll, rounds, &L[1]);
 	CHECK_EQ(atomic_load(&fired), rounds);
 	for (int r = 0; r < rounds; r++)
 		CHECK_EQ(L[0].v[4 * r + 3], 1);

@@ -17,7 +17,7 @@
  * that takes its event leaves the instance's ready queue empty.
  */
 #include "testlib.h"
-#include "twosys.h"
+#include "calls.h"
 
 #include <poll.h>
 #include <stdatomic.h>
@@ -32,7 +32,7 @@ static int ready(int fd)
 /* A thread blocked in a wait on the instance (watchdog: 20 s; uepoll's
  * batch window is longer, so only the event ends it). */
 struct waiter {
-	const struct sys *s;
+	const struct calls *s;
 	int ep, n;
 	_Atomic int tid;
 	struct epoll_event ev[4];
@@ -49,12 +49,12 @@ static void *waiter_fn(void *arg)
 
 /* holder: 0 another instance of s, level-triggered; 1 a kernel epoll,
  * EPOLLET, through s->ctl. */
-static void script(const struct sys *s, struct t_log *l, int holder)
+static void script(const struct calls *s, struct t_log *l, int holder)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 1 },
 			   out[4];
-	int in = s->epc(0), e = s->efd(0, EFD_NONBLOCK),
-	    out_ep = holder ? epoll_create1(0) : s->epc(0);
+	int in = s->create1(0), e = s->eventfd(0, EFD_NONBLOCK),
+	    out_ep = holder ? epoll_create1(0) : s->create1(0);
 	int (*hwait)(int, struct epoll_event *, int, int) =
 		holder ? epoll_wait : s->wait;
 	struct waiter w = { .s = s };
@@ -63,7 +63,7 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 
 	REQUIRE(in >= 0 && e >= 0 && out_ep >= 0);
 	t_log_res(l, s->ctl(in, EPOLL_CTL_ADD, e, &ev));
-	if (s != &kern) {
+	if (s != &calls_kernel) {
 		struct uepoll_batch b = { .min_wait_us = 60u * 1000 * 1000,
 					  .min_events = 1 };
 
@@ -81,10 +81,10 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 		ev.events = holder ? EPOLLIN | EPOLLET : EPOLLIN;
 		ev.data.u64 = 10;
 		t_log_res(l, s->ctl(out_ep, EPOLL_CTL_ADD, in, &ev));
-		t_log_res(l, s->wr(e, &v, 8));
+		t_log_res(l, s->write(e, &v, 8));
 		pthread_join(th, NULL);
 		t_log_events(l, w.ev, w.n);
-		t_log_res(l, s->rd(e, &v, 8));
+		t_log_res(l, s->read(e, &v, 8));
 		/* Taken and read: nothing is ready, whoever looks. */
 		t_log_events(l, out, hwait(out_ep, out, 4, 0));
 		t_log_events(l, out, hwait(out_ep, out, 4, 0));
@@ -92,10 +92,10 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 		t_log_put(l, ready(out_ep));
 		t_log_res(l, s->wait(in, out, 4, 0));
 		/* And the next event still reaches the holder. */
-		t_log_res(l, s->wr(e, &v, 8));
+		t_log_res(l, s->write(e, &v, 8));
 		t_log_events(l, out, hwait(out_ep, out, 4, 0));
 		t_log_events(l, out, s->wait(in, out, 4, 0));
-		t_log_res(l, s->rd(e, &v, 8));
+		t_log_res(l, s->read(e, &v, 8));
 		t_log_events(l, out, hwait(out_ep, out, 4, 0));
 		t_log_put(l, ready(in));
 		t_log_res(l, s->ctl(out_ep, EPOLL_CTL_DEL, in, NULL));
@@ -103,9 +103,9 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 	if (holder)
 		close(out_ep);
 	else
-		s->cl(out_ep);
-	s->cl(e);
-	s->cl(in);
+		s->close(out_ep);
+	s->close(e);
+	s->close(in);
 }
 
 int main(void)
@@ -115,8 +115,8 @@ int main(void)
 	for (int holder = 0; holder < 2; holder++) {
 		struct t_log kl = { 0 }, ul = { 0 };
 
-		script(&kern, &kl, holder);
-		script(&uep, &ul, holder);
+		script(&calls_kernel, &kl, holder);
+		script(&calls_uepoll, &ul, holder);
 		t_log_same(&kl, &ul, holder ? "kernel epoll (EPOLLET) arrives"
 					    : "instance arrives");
 	}

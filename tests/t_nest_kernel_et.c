@@ -28,7 +28,7 @@
  */
 #include "testlib.h"
 #include "libcwrap.h"
-#include "twosys.h"
+#include "calls.h"
 
 #include <poll.h>
 #include <stdatomic.h>
@@ -45,9 +45,17 @@ static int np_efd(unsigned int v, int fl)
 	return ueventfd(v, fl | UEVENTFD_NOPOLL);
 }
 
-static const struct sys uep_nopoll = { np_epc, uepoll_ctl, uepoll_wait,
-				       np_efd, uepoll_write, uepoll_read,
-				       uepoll_close };
+/* calls_uepoll with NOPOLL objects: the calls the script makes. */
+static const struct calls uep_nopoll = {
+	.name = "uepoll",
+	.create1 = np_epc,
+	.ctl = uepoll_ctl,
+	.wait = uepoll_wait,
+	.eventfd = np_efd,
+	.read = uepoll_read,
+	.write = uepoll_write,
+	.close = uepoll_close,
+};
 
 /* poll()'s view of fd: its revents, 0 if not ready. */
 static int ready(int fd)
@@ -60,17 +68,17 @@ static int ready(int fd)
 /* One turn of the event loop: a write; the holder's edge (and no second
  * one); the instance drained until a batch is not full; the event handled
  * (its counter read); then the instance is not ready and no edge is left. */
-static void loop_turn(const struct sys *s, struct t_log *l, int k, int in,
+static void loop_turn(const struct calls *s, struct t_log *l, int k, int in,
 		      int e)
 {
 	struct epoll_event out[8];
 	uint64_t v = 1;
 
-	t_log_res(l, s->wr(e, &v, 8));
+	t_log_res(l, s->write(e, &v, 8));
 	t_log_events(l, out, epoll_wait(k, out, 8, 0));
 	t_log_res(l, epoll_wait(k, out, 8, 0));
 	t_log_events(l, out, s->wait(in, out, 8, 0));
-	t_log_res(l, s->rd(e, &v, 8));
+	t_log_res(l, s->read(e, &v, 8));
 	t_log_put(l, ready(in));
 	t_log_res(l, epoll_wait(k, out, 8, 0));
 }
@@ -91,7 +99,7 @@ static void *sleeper_fn(void *arg)
 	return NULL;
 }
 
-static void asleep_turn(const struct sys *s, struct t_log *l, int k, int in,
+static void asleep_turn(const struct calls *s, struct t_log *l, int k, int in,
 			int e)
 {
 	struct sleeper z = { .k = k };
@@ -105,19 +113,19 @@ static void asleep_turn(const struct sys *s, struct t_log *l, int k, int in,
 	/* Asleep before the write (if not, the edge is there when it
 	 * looks: the same result). */
 	(void)t_wait_sleeping(atomic_load(&z.tid), 5000);
-	t_log_res(l, s->wr(e, &v, 8));
+	t_log_res(l, s->write(e, &v, 8));
 	pthread_join(th, NULL);
 	t_log_put(l, z.n);
 	t_log_put(l, z.n == 1 ? (long)z.ev.data.u64 : -1);
 	t_log_events(l, out, s->wait(in, out, 8, 0));
-	t_log_res(l, s->rd(e, &v, 8));
+	t_log_res(l, s->read(e, &v, 8));
 }
 
-static void script(const struct sys *s, struct t_log *l)
+static void script(const struct calls *s, struct t_log *l)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, out[8];
-	int in = s->epc(0), k = epoll_create1(0), e1 = s->efd(0, EFD_NONBLOCK),
-	    e2 = s->efd(0, EFD_NONBLOCK);
+	int in = s->create1(0), k = epoll_create1(0),
+	    e1 = s->eventfd(0, EFD_NONBLOCK), e2 = s->eventfd(0, EFD_NONBLOCK);
 	uint64_t v = 1;
 
 	REQUIRE(in >= 0 && k >= 0 && e1 >= 0 && e2 >= 0);
@@ -137,13 +145,13 @@ static void script(const struct sys *s, struct t_log *l)
 	/* Writes while the instance holds something already: an edge each
 	 * (the kernel wakes the pollers on every event). */
 	for (int i = 0; i < 3; i++) {
-		t_log_res(l, s->wr(i == 2 ? e2 : e1, &v, 8));
+		t_log_res(l, s->write(i == 2 ? e2 : e1, &v, 8));
 		t_log_events(l, out, epoll_wait(k, out, 8, 0));
 		t_log_res(l, epoll_wait(k, out, 8, 0));
 	}
 	t_log_events(l, out, s->wait(in, out, 8, 0));
-	t_log_res(l, s->rd(e1, &v, 8));
-	t_log_res(l, s->rd(e2, &v, 8));
+	t_log_res(l, s->read(e1, &v, 8));
+	t_log_res(l, s->read(e2, &v, 8));
 	t_log_put(l, ready(in));
 	t_log_res(l, epoll_wait(k, out, 8, 0));
 
@@ -152,12 +160,12 @@ static void script(const struct sys *s, struct t_log *l)
 	ev.data.u64 = 1;
 	t_log_res(l, s->ctl(in, EPOLL_CTL_MOD, e1, &ev));
 	for (int i = 0; i < 3; i++) {
-		t_log_res(l, s->wr(e1, &v, 8));
+		t_log_res(l, s->write(e1, &v, 8));
 		t_log_events(l, out, epoll_wait(k, out, 8, 0));
 		t_log_res(l, epoll_wait(k, out, 8, 0));
 	}
 	t_log_events(l, out, s->wait(in, out, 8, 0));
-	t_log_res(l, s->rd(e1, &v, 8));
+	t_log_res(l, s->read(e1, &v, 8));
 	t_log_put(l, ready(in));
 	for (int i = 0; i < 3; i++)
 		loop_turn(s, l, k, in, e1);
@@ -171,11 +179,11 @@ static void script(const struct sys *s, struct t_log *l)
 	t_log_res(l, s->ctl(k, EPOLL_CTL_DEL, in, NULL));
 	ev.events = EPOLLIN;
 	t_log_res(l, s->ctl(k, EPOLL_CTL_ADD, in, &ev));
-	t_log_res(l, s->wr(e2, &v, 8));
+	t_log_res(l, s->write(e2, &v, 8));
 	t_log_events(l, out, epoll_wait(k, out, 8, 0));
 	t_log_events(l, out, epoll_wait(k, out, 8, 0));
 	t_log_events(l, out, s->wait(in, out, 8, 0));
-	t_log_res(l, s->rd(e2, &v, 8));
+	t_log_res(l, s->read(e2, &v, 8));
 	t_log_res(l, epoll_wait(k, out, 8, 0));
 	ev.events = EPOLLIN | EPOLLET;
 	t_log_res(l, s->ctl(k, EPOLL_CTL_MOD, in, &ev));
@@ -183,9 +191,9 @@ static void script(const struct sys *s, struct t_log *l)
 		loop_turn(s, l, k, in, i & 1 ? e1 : e2);
 
 	close(k);
-	s->cl(e1);
-	s->cl(e2);
-	s->cl(in);
+	s->close(e1);
+	s->close(e2);
+	s->close(in);
 }
 
 #define K 4
@@ -273,8 +281,8 @@ int main(void)
 
 	t_begin("t_nest_kernel_et");
 	t_watchdog(120);
-	script(&kern, &kl);
-	script(&uep, &ul);
+	script(&calls_kernel, &kl);
+	script(&calls_uepoll, &ul);
 	script(&uep_nopoll, &nl);
 	t_log_same(&kl, &ul, "kernel epoll holding an instance EPOLLET");
 	t_log_same(&kl, &nl,

@@ -17,7 +17,7 @@
  */
 #include "testlib.h"
 #include "libcwrap.h"
-#include "twosys.h"
+#include "calls.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,7 +125,7 @@ static void costs(void)
 }
 
 /* A write while a thread sleeps on a level-triggered holder of in. */
-static void wake_round(const struct sys *s, int lt, int e, struct t_log *l)
+static void wake_round(const struct calls *s, int lt, int e, struct t_log *l)
 {
 	struct blocked b = { .s = s, .ep = lt };
 	pthread_t th;
@@ -133,7 +133,7 @@ static void wake_round(const struct sys *s, int lt, int e, struct t_log *l)
 
 	REQUIRE(pthread_create(&th, NULL, blocked_wait, &b) == 0);
 	t_sleep_ms(30);
-	s->wr(e, &v, 8);
+	s->write(e, &v, 8);
 	pthread_join(th, NULL);
 	t_log_put(l, b.n);
 	t_log_put(l, b.n == 1 ? (long)b.ev.data.u64 : -1);
@@ -142,7 +142,7 @@ static void wake_round(const struct sys *s, int lt, int e, struct t_log *l)
 /* et holds target edge-triggered (data): what it reports around writes of
  * e1 and e2 (and the level-triggered lt beside it), then the sources are
  * drained and the registration removed. */
-static void et_round(const struct sys *s, struct t_log *l, int et,
+static void et_round(const struct calls *s, struct t_log *l, int et,
 		     int target, uint64_t data, int lt, int in, int e1, int e2)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET,
@@ -151,26 +151,27 @@ static void et_round(const struct sys *s, struct t_log *l, int et,
 
 	t_log_res(l, s->ctl(et, EPOLL_CTL_ADD, target, &ev));
 	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e1, &v, 8);
+	s->write(e1, &v, 8);
 	t_log_res(l, s->wait(et, out, 4, 0));
 	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e2, &v, 8);
+	s->write(e2, &v, 8);
 	t_log_res(l, s->wait(et, out, 4, 0));
-	s->wr(e1, &v, 8);
+	s->write(e1, &v, 8);
 	t_log_res(l, s->wait(et, out, 4, 0));
 	t_log_res(l, s->wait(et, out, 4, 0));
 	t_log_res(l, s->wait(lt, out, 4, 0));
-	s->rd(e1, &v, 8);
-	s->rd(e2, &v, 8);
+	s->read(e1, &v, 8);
+	s->read(e2, &v, 8);
 	t_log_res(l, s->wait(in, out, 4, 0));
 	t_log_res(l, s->wait(lt, out, 4, 0));
 	t_log_res(l, s->ctl(et, EPOLL_CTL_DEL, target, NULL));
 }
 
-static void script(const struct sys *s, struct t_log *l)
+static void script(const struct calls *s, struct t_log *l)
 {
-	int in = s->epc(0), lt = s->epc(0), et = s->epc(0), kep = epoll_create1(0),
-	    e1 = s->efd(0, EFD_NONBLOCK), e2 = s->efd(0, EFD_NONBLOCK);
+	int in = s->create1(0), lt = s->create1(0), et = s->create1(0),
+	    kep = epoll_create1(0), e1 = s->eventfd(0, EFD_NONBLOCK),
+	    e2 = s->eventfd(0, EFD_NONBLOCK);
 	struct epoll_event ev = { .events = EPOLLIN }, out[4];
 	uint64_t v = 1;
 
@@ -183,14 +184,14 @@ static void script(const struct sys *s, struct t_log *l)
 	ev.data.u64 = 10;
 	t_log_res(l, s->ctl(lt, EPOLL_CTL_ADD, in, &ev));
 	/* Level-triggered holder: ready while in has something. */
-	s->wr(e1, &v, 8);
+	s->write(e1, &v, 8);
 	t_log_res(l, s->wait(lt, out, 4, 0));
-	s->wr(e2, &v, 8);
+	s->write(e2, &v, 8);
 	t_log_res(l, s->wait(lt, out, 4, 0));
 	t_log_res(l, s->wait(lt, out, 4, 0));
-	s->rd(e1, &v, 8);
+	s->read(e1, &v, 8);
 	t_log_res(l, s->wait(lt, out, 4, 0));
-	s->rd(e2, &v, 8);
+	s->read(e2, &v, 8);
 	t_log_res(l, s->wait(in, out, 4, 0));
 	t_log_res(l, s->wait(lt, out, 4, 0));
 	/* An edge-triggered holder beside it: one event per write. */
@@ -204,31 +205,31 @@ static void script(const struct sys *s, struct t_log *l)
 	ev.data.u64 = 30;
 	t_log_res(l, s->ctl(kep, EPOLL_CTL_ADD, in, &ev));
 	t_log_res(l, epoll_wait(kep, out, 4, 0));
-	s->wr(e1, &v, 8);
+	s->write(e1, &v, 8);
 	t_log_res(l, epoll_wait(kep, out, 4, 0));
 	t_log_res(l, epoll_wait(kep, out, 4, 0));
-	s->wr(e2, &v, 8);
+	s->write(e2, &v, 8);
 	t_log_res(l, epoll_wait(kep, out, 4, 0));
-	s->wr(e2, &v, 8);
+	s->write(e2, &v, 8);
 	t_log_res(l, epoll_wait(kep, out, 4, 0));
 	t_log_res(l, epoll_wait(kep, out, 4, 0));
-	s->rd(e1, &v, 8);
-	s->rd(e2, &v, 8);
+	s->read(e1, &v, 8);
+	s->read(e2, &v, 8);
 	t_log_res(l, s->wait(in, out, 4, 0));
 	t_log_res(l, s->wait(lt, out, 4, 0));
 	/* Sleepers on the level-triggered holder: woken by the write that
 	 * makes in ready, each time (in drained between). */
 	for (int round = 0; round < 3; round++) {
 		wake_round(s, lt, round & 1 ? e2 : e1, l);
-		s->rd(round & 1 ? e2 : e1, &v, 8);
+		s->read(round & 1 ? e2 : e1, &v, 8);
 		t_log_res(l, s->wait(in, out, 4, 0));
 	}
 	close(kep);
-	s->cl(e1);
-	s->cl(e2);
-	s->cl(et);
-	s->cl(lt);
-	s->cl(in);
+	s->close(e1);
+	s->close(e2);
+	s->close(et);
+	s->close(lt);
+	s->close(in);
 }
 
 /*
@@ -239,10 +240,11 @@ static void script(const struct sys *s, struct t_log *l)
  * source of in made after the fork, each once the child took the edge
  * before.  The kernel gives the child an edge per write; so must uepoll.  Returns the edges the child saw.
  */
-static int fork_edges(const struct sys *s)
+static int fork_edges(const struct calls *s)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 }, got[4];
-	int out = s->epc(0), mid = s->epc(0), in = s->epc(0), p2c[2], c2p[2];
+	int out = s->create1(0), mid = s->create1(0), in = s->create1(0);
+	int p2c[2], c2p[2];
 	int e, st = 0;
 	uint64_t v = 1;
 	pid_t pid;
@@ -273,21 +275,21 @@ static int fork_edges(const struct sys *s)
 	}
 	CHECK_EQ(read(c2p[0], &c, 1), 1);
 	/* Made after the fork: a source of this process only. */
-	e = s->efd(0, EFD_NONBLOCK);
+	e = s->eventfd(0, EFD_NONBLOCK);
 	REQUIRE(e >= 0);
 	CHECK_EQ(s->ctl(in, EPOLL_CTL_ADD, e, &ev), 0);
 	for (int i = 0; i < K; i++) {
-		CHECK_EQ(s->wr(e, &v, 8), 8);
+		CHECK_EQ(s->write(e, &v, 8), 8);
 		CHECK_EQ(write(p2c[1], "w", 1), 1);
 		/* Lockstep: the child has taken this write's edge. */
 		CHECK_EQ(read(c2p[0], &c, 1), 1);
 	}
 	CHECK_EQ(waitpid(pid, &st, 0), pid);
 	CHECK(WIFEXITED(st));
-	s->cl(e);
-	s->cl(in);
-	s->cl(mid);
-	s->cl(out);
+	s->close(e);
+	s->close(in);
+	s->close(mid);
+	s->close(out);
 	close(p2c[0]);
 	close(p2c[1]);
 	close(c2p[0]);
@@ -299,8 +301,8 @@ static void differential(void)
 {
 	struct t_log k = { 0 }, u = { 0 };
 
-	script(&kern, &k);
-	script(&uep, &u);
+	script(&calls_kernel, &k);
+	script(&calls_uepoll, &u);
 	t_log_same(&k, &u, "nest level/edge");
 }
 
@@ -313,7 +315,8 @@ static void forked(void)
 
 	REQUIRE(pid >= 0);
 	if (pid == 0) {
-		int k = fork_edges(&kern), u = fork_edges(&uep);
+		int k = fork_edges(&calls_kernel);
+		int u = fork_edges(&calls_uepoll);
 
 		printf("fork: edges seen by the other process: kernel %d, "
 		       "uepoll %d\n", k, u);

@@ -18,7 +18,7 @@
  * same way) and on uepoll; the logs must be equal.
  */
 #include "testlib.h"
-#include "twosys.h"
+#include "calls.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -36,9 +36,17 @@ static int np_efd(unsigned int v, int fl)
 	return ueventfd(v, fl | UEVENTFD_NOPOLL);
 }
 
-static const struct sys uep_nopoll = { np_epc, uepoll_ctl, uepoll_wait,
-				       np_efd, uepoll_write, uepoll_read,
-				       uepoll_close };
+/* calls_uepoll with NOPOLL objects: the calls the script makes. */
+static const struct calls uep_nopoll = {
+	.name = "uepoll",
+	.create1 = np_epc,
+	.ctl = uepoll_ctl,
+	.wait = uepoll_wait,
+	.eventfd = np_efd,
+	.read = uepoll_read,
+	.write = uepoll_write,
+	.close = uepoll_close,
+};
 
 static int ready(int fd)
 {
@@ -62,7 +70,7 @@ static void on_usr1(int sig)
 }
 
 struct waiter {
-	const struct sys *s;
+	const struct calls *s;
 	int ep, n, err;
 	_Atomic int tid;
 	struct epoll_event ev[4];
@@ -81,12 +89,12 @@ static void *waiter_fn(void *arg)
 
 /* holder: 0 another instance of s, level-triggered; 1 a kernel epoll,
  * EPOLLET, through s->ctl. */
-static void script(const struct sys *s, struct t_log *l, int holder)
+static void script(const struct calls *s, struct t_log *l, int holder)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 1 },
 			   out[4];
-	int in = s->epc(0), e = s->efd(0, EFD_NONBLOCK),
-	    out_ep = holder ? epoll_create1(0) : s->epc(0);
+	int in = s->create1(0), e = s->eventfd(0, EFD_NONBLOCK),
+	    out_ep = holder ? epoll_create1(0) : s->create1(0);
 	int (*hwait)(int, struct epoll_event *, int, int) =
 		holder ? epoll_wait : s->wait;
 	struct waiter w = { .s = s, .ep = in };
@@ -100,7 +108,7 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 	while (!atomic_load(&w.tid))
 		sched_yield();
 	/* Napping (uepoll: on the futex word) or asleep in epoll_wait. */
-	if (s == &kern)
+	if (s == &calls_kernel)
 		REQUIRE(t_wait_sleeping(atomic_load(&w.tid), 5000));
 	else
 		CHECK_EQ(t_blocked_in(atomic_load(&w.tid), 5000), SYS_futex);
@@ -111,7 +119,7 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 	ev.events = holder ? EPOLLIN | EPOLLET : EPOLLIN;
 	ev.data.u64 = 10;
 	t_log_res(l, s->ctl(out_ep, EPOLL_CTL_ADD, in, &ev));
-	t_log_res(l, s->wr(e, &v, 8));
+	t_log_res(l, s->write(e, &v, 8));
 	t_log_events(l, out, hwait(out_ep, out, 4, 0));
 	REQUIRE(write(gate[1], "g", 1) == 1);
 	pthread_join(th, NULL);
@@ -119,26 +127,26 @@ static void script(const struct sys *s, struct t_log *l, int holder)
 	t_log_put(l, w.n < 0 ? w.err : 0);
 	/* The event is still there: taken, then read. */
 	t_log_events(l, out, s->wait(in, out, 4, 0));
-	t_log_res(l, s->rd(e, &v, 8));
+	t_log_res(l, s->read(e, &v, 8));
 	t_log_events(l, out, hwait(out_ep, out, 4, 0));
 	t_log_events(l, out, hwait(out_ep, out, 4, 0));
 	t_log_put(l, ready(in));
 	t_log_put(l, ready(out_ep));
 	/* The next events reach the holder, once each. */
 	for (int i = 0; i < 2; i++) {
-		t_log_res(l, s->wr(e, &v, 8));
+		t_log_res(l, s->write(e, &v, 8));
 		t_log_events(l, out, hwait(out_ep, out, 4, 0));
 		t_log_events(l, out, s->wait(in, out, 4, 0));
-		t_log_res(l, s->rd(e, &v, 8));
+		t_log_res(l, s->read(e, &v, 8));
 		t_log_events(l, out, hwait(out_ep, out, 4, 0));
 		t_log_put(l, ready(in));
 	}
 	if (holder)
 		close(out_ep);
 	else
-		s->cl(out_ep);
-	s->cl(e);
-	s->cl(in);
+		s->close(out_ep);
+	s->close(e);
+	s->close(in);
 }
 
 int main(void)
@@ -153,7 +161,7 @@ int main(void)
 	for (int holder = 0; holder < 2; holder++) {
 		struct t_log kl = { 0 }, ul = { 0 };
 
-		script(&kern, &kl, holder);
+		script(&calls_kernel, &kl, holder);
 		script(&uep_nopoll, &ul, holder);
 		t_log_same(&kl, &ul, holder ? "kernel epoll (EPOLLET) arrives"
 					    : "instance arrives");

@@ -12,7 +12,7 @@
  */
 #include "testlib.h"
 #include "libcwrap.h"
-#include "twosys.h"
+#include "calls.h"
 
 #include <unistd.h>
 
@@ -68,9 +68,10 @@ static void costs(void)
 }
 
 /* The log of one run; the kernel's and uepoll's must be equal. */
-static int script(const struct sys *s, long *log)
+static int script(const struct calls *s, long *log)
 {
-	int ep = s->epc(0), in = s->epc(0), e = s->efd(1, EFD_NONBLOCK), k = 0;
+	int ep = s->create1(0), in = s->create1(0),
+	    e = s->eventfd(1, EFD_NONBLOCK), k = 0;
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 5 }, out[4];
 	struct blocked b = { .s = s, .ep = ep };
 	pthread_t th;
@@ -87,7 +88,7 @@ static int script(const struct sys *s, long *log)
 	/* Loud while a thread sleeps on ep: the MOD wakes it (in is
 	 * ready). */
 	v = 0;
-	s->wr(e, &v, 8);
+	s->write(e, &v, 8);
 	REQUIRE(pthread_create(&th, NULL, blocked_wait, &b) == 0);
 	t_sleep_ms(50);
 	ev.events = EPOLLIN;
@@ -107,21 +108,21 @@ static int script(const struct sys *s, long *log)
 	REQUIRE(pthread_create(&th, NULL, blocked_wait, &b) == 0);
 	t_sleep_ms(50);
 	v = 1;
-	s->wr(e, &v, 8);
+	s->write(e, &v, 8);
 	pthread_join(th, NULL);
 	log[k++] = b.n;
 	log[k++] = s->ctl(ep, EPOLL_CTL_DEL, in, NULL);
 	log[k++] = s->ctl(ep, EPOLL_CTL_DEL, in, NULL) < 0 ? errno : 0;
-	s->cl(e);
-	s->cl(in);
-	s->cl(ep);
+	s->close(e);
+	s->close(in);
+	s->close(ep);
 	return k;
 }
 
 static void differential(void)
 {
 	long kl[32], ul[32];
-	int kn = script(&kern, kl), un = script(&uep, ul);
+	int kn = script(&calls_kernel, kl), un = script(&calls_uepoll, ul);
 
 	CHECK_EQ(kn, un);
 	for (int i = 0; i < kn && i < un; i++)

@@ -11,14 +11,14 @@
  * fuzz_diff: tests/fuzz/corpus/silent-stale).
  */
 #include "testlib.h"
-#include "twosys.h"
+#include "calls.h"
 
 /* One system: returns what the last wait on A reports (its count). */
-static int run(const struct sys *s, int wait_between)
+static int run(const struct calls *s, int wait_between)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, got[4];
-	int a = s->epc(0), b = s->epc(0), c = s->epc(0);
-	int e = s->efd(1, EFD_NONBLOCK);
+	int a = s->create1(0), b = s->create1(0), c = s->create1(0);
+	int e = s->eventfd(1, EFD_NONBLOCK);
 	int (*ctl)(int, int, int, struct epoll_event *) = s->ctl;
 	int (*wt)(int, struct epoll_event *, int, int) = s->wait;
 	int n;
@@ -40,10 +40,10 @@ static int run(const struct sys *s, int wait_between)
 	ev.events = EPOLLIN;
 	CHECK_EQ(ctl(b, EPOLL_CTL_MOD, c, &ev), 0);
 	n = wt(a, got, 4, 0);
-	s->cl(e);
-	s->cl(c);
-	s->cl(b);
-	s->cl(a);
+	s->close(e);
+	s->close(c);
+	s->close(b);
+	s->close(a);
 	return n;
 }
 
@@ -52,7 +52,8 @@ int main(void)
 	t_begin("t_nest_stale");
 	t_watchdog(30);
 	for (int between = 0; between < 2; between++) {
-		int k = run(&kern, between), u = run(&uep, between);
+		int k = run(&calls_kernel, between);
+		int u = run(&calls_uepoll, between);
 
 		printf("wait on B between the MODs: %s; A reports: kernel %d, "
 		       "uepoll %d\n", between ? "yes" : "no", k, u);

@@ -16,12 +16,12 @@
  * item.)
  */
 #include "testlib.h"
-#include "twosys.h"
+#include "calls.h"
 
 #include <stdatomic.h>
 
 struct sleeper {
-	const struct sys *s;
+	const struct calls *s;
 	int ep, n;
 	_Atomic int tid;
 	struct epoll_event ev;
@@ -36,7 +36,7 @@ static void *sleeper_fn(void *arg)
 	return NULL;
 }
 
-static void script(const struct sys *s, struct t_log *log)
+static void script(const struct calls *s, struct t_log *log)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
 	uint64_t zero = 0, one = 1, v = 0;
@@ -44,8 +44,8 @@ static void script(const struct sys *s, struct t_log *log)
 	pthread_t th;
 	int ep, e;
 
-	ep = s->epc(0);
-	e = s->efd(0, EFD_NONBLOCK);
+	ep = s->create1(0);
+	e = s->eventfd(0, EFD_NONBLOCK);
 	REQUIRE(ep >= 0 && e >= 0);
 	REQUIRE(s->ctl(ep, EPOLL_CTL_ADD, e, &ev) == 0);
 	w.ep = ep;
@@ -53,19 +53,19 @@ static void script(const struct sys *s, struct t_log *log)
 	while (!atomic_load(&w.tid))
 		sched_yield();
 	CHECK(t_wait_sleeping(atomic_load(&w.tid), 5000));
-	t_log_res(log, s->wr(e, &zero, 8));
+	t_log_res(log, s->write(e, &zero, 8));
 	/* Asleep again (the kernel's waiter woke for the write of 0). */
 	CHECK(t_wait_sleeping(atomic_load(&w.tid), 5000));
-	t_log_res(log, s->wr(e, &one, 8));
+	t_log_res(log, s->write(e, &one, 8));
 	if (!t_join_within(th, 10000)) {
 		fprintf(stderr, "the write of 1 woke nobody (a lost wakeup)\n");
 		exit(1);
 	}
 	t_log_events(log, &w.ev, w.n);
-	t_log_res(log, s->rd(e, &v, 8));
+	t_log_res(log, s->read(e, &v, 8));
 	t_log_put(log, (long)v);
-	s->cl(e);
-	s->cl(ep);
+	s->close(e);
+	s->close(ep);
 }
 
 int main(void)
@@ -74,8 +74,8 @@ int main(void)
 
 	t_begin("t_quiet_queued");
 	t_watchdog(60);
-	script(&kern, &k);
-	script(&uep, &u);
+	script(&calls_kernel, &k);
+	script(&calls_uepoll, &u);
 	t_log_same(&k, &u, "write 0, then 1, to a sleeper's eventfd");
 	return t_end();
 }

@@ -13,21 +13,6 @@ int t_failures;
 static int t_fds_at_start;
 static const char *t_name;
 
-int t_count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-	struct dirent *e;
-
-	if (!d)
-		return -1;
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the DIR's own fd */
-}
-
 /* Each open fd and what it is, to stderr (after a leak). */
 static void t_list_fds(void)
 {

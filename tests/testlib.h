@@ -1,10 +1,11 @@
 /* Tiny test harness shared by tests/t_*.c.
  *
  * A test program calls t_begin() first and t_end() last.  CHECK() records a
- * failure with file:line and keeps going; REQUIRE() stops the program.
- * t_end() also fails the test if the program holds more fds than it did at
- * t_begin() (fd leak check) and returns the exit status: 0 pass, 1 fail.
- * T_SKIP(reason) exits 77, ctest's skip code.
+ * failure with file:line and keeps going; REQUIRE() stops the program
+ * (checks.h, shared with the preload tests).  t_end() also fails the test
+ * if the program holds more fds than it did at t_begin() (fd leak check)
+ * and returns the exit status: 0 pass, 1 fail.  T_SKIP(reason) exits 77,
+ * ctest's skip code.
  */
 #ifndef UEPOLL_TESTLIB_H
 #define UEPOLL_TESTLIB_H
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
 #include "uepoll.h"
 
 /* T_TSAN: built with ThreadSanitizer (which cannot, for one, start threads
@@ -32,7 +34,6 @@ extern int t_failures;
 
 void t_begin(const char *name);
 int t_end(void);
-int t_count_fds(void);
 /* Monotonic clock in nanoseconds. */
 uint64_t t_now_ns(void);
 /* Deterministic PRNG (xorshift64*), seeded per test. */
@@ -106,55 +107,5 @@ int t_child_kill(struct t_child *c);
 int t_join_within(pthread_t th, int ms);
 /* The same with the thread's result in *ret. */
 int t_join_ret_within(pthread_t th, int ms, void **ret);
-
-#define CHECK(cond)                                                          \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: CHECK failed: %s (errno=%d %s)\n", \
-				__FILE__, __LINE__, #cond, errno,            \
-				strerror(errno));                            \
-			t_failures++;                                        \
-		}                                                            \
-	} while (0)
-
-#define REQUIRE(cond)                                                        \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno=%d %s)\n", \
-				__FILE__, __LINE__, #cond, errno,            \
-				strerror(errno));                            \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
-
-#define CHECK_EQ(a, b)                                                       \
-	do {                                                                 \
-		long long _a = (long long)(a), _b = (long long)(b);          \
-		if (_a != _b) {                                              \
-			fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n", \
-				__FILE__, __LINE__, #a, _a, #b, _b);         \
-			t_failures++;                                        \
-		}                                                            \
-	} while (0)
-
-/* Call returns -1 with errno e. */
-#define CHECK_ERR(call, e)                                                   \
-	do {                                                                 \
-		errno = 0;                                                   \
-		long long _r = (long long)(call);                            \
-		int _e = errno;                                              \
-		if (_r != -1 || _e != (e)) {                                 \
-			fprintf(stderr, "%s:%d: %s: got %lld errno %d (%s), want -1 errno %d (%s)\n", \
-				__FILE__, __LINE__, #call, _r, _e, strerror(_e), \
-				(e), strerror(e));                           \
-			t_failures++;                                        \
-		}                                                            \
-	} while (0)
-
-#define T_SKIP(reason)                                                       \
-	do {                                                                 \
-		fprintf(stderr, "SKIP: %s\n", reason);                       \
-		exit(77);                                                    \
-	} while (0)
 
 #endif

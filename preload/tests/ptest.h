@@ -13,77 +13,41 @@
 #ifndef UEPOLL_PTEST_H
 #define UEPOLL_PTEST_H
 
-#include <dirent.h>
-#include <errno.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
-static int p_failures;
+/* The library's tests' checks (they hold no uepoll): CHECK, REQUIRE,
+ * T_SKIP, t_count_fds, counting into t_failures. */
+static int t_failures;
+#include "../../tests/checks.h"
+
 static int p_fds0;
-
-static inline int p_count_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1; /* the directory's own fd */
-}
 
 /* A hang fails the test with its name instead of a ctest timeout. */
 static inline void p_begin(unsigned int watchdog_secs)
 {
-	p_fds0 = p_count_fds();
+	p_fds0 = t_count_fds();
 	alarm(watchdog_secs);
 }
 
 static inline int p_end(void)
 {
-	int n = p_count_fds();
+	int n = t_count_fds();
 
 	if (n != p_fds0) {
 		fprintf(stderr, "fd leak: %d fds at start, %d at end\n", p_fds0,
 			n);
-		p_failures++;
+		t_failures++;
 	}
-	if (p_failures)
-		fprintf(stderr, "%d check(s) failed\n", p_failures);
-	return p_failures ? 1 : 0;
+	if (t_failures)
+		fprintf(stderr, "%d check(s) failed\n", t_failures);
+	return t_failures ? 1 : 0;
 }
 
-#define P_CHECK(cond)                                                        \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: CHECK failed: %s (errno=%d %s)\n", \
-				__FILE__, __LINE__, #cond, errno,            \
-				strerror(errno));                            \
-			p_failures++;                                        \
-		}                                                            \
-	} while (0)
-
-#define P_REQUIRE(cond)                                                      \
-	do {                                                                 \
-		if (!(cond)) {                                               \
-			fprintf(stderr, "%s:%d: REQUIRE failed: %s (errno=%d %s)\n", \
-				__FILE__, __LINE__, #cond, errno,            \
-				strerror(errno));                            \
-			exit(1);                                             \
-		}                                                            \
-	} while (0)
-
-#define P_SKIP(reason)                                                       \
-	do {                                                                 \
-		fprintf(stderr, "SKIP: %s\n", reason);                       \
-		exit(77);                                                    \
-	} while (0)
+/* Aliases, not wrappers: a macro argument would be expanded before
+ * CHECK's #cond prints it. */
+#define P_CHECK CHECK
+#define P_REQUIRE REQUIRE
+#define P_SKIP T_SKIP
 
 #endif
