@@ -56,7 +56,7 @@
  * every write at once (the counter and the ready queues are up to date);
  * only sleepers wait, at most `delay`.  No lost wakeup: a deferred ring is
  * decided after the item is queued and the counter updated, exactly where
- * the write would have rung (DOORBELL in port.c, MIRROR above), and the
+ * the write would have rung (DOORBELL in bell.c, MIRROR above), and the
  * timer looks again after it cleared `pending` (PENDING in timer.c; the
  * held walk and the kick both hold wq.lock, which orders a write's queueing
  * before or after the kick's look).  A write that reaches the count, a
@@ -81,18 +81,37 @@
  * shown by the next run.
  *
  * DEMOTE (uefd_demote): the ueventfd becomes the plain kernel eventfd it
- * stands for, with its exact counter, while other threads use it.  The
- * watchers become kernel registrations of the fd in their instances
- * (port_demote_source), then one exchange takes the counter and leaves
- * UEFD_GONE in it: a read, write or sync that finds UEFD_GONE waits until
- * the demotion is over and passes the call to the kernel fd.  The demotion
- * waits until no sync is in flight (a sync raises `syncing` and re-checks
- * the counter before its system call: Dekker against the exchange) and no
- * reader is asleep in read(2) on kfd (it wakes them with units of its own:
- * a sleeper raises `nsleep` before it looks at the counter), so that K ==
- * kunits; then it sets K to the counter with a write, or a read and a write,
- * and publishes UEFD_DEMOTED.  A sleeper that wakes after the exchange took
- * units written before the counter was carried over, never part of it.
+ * stands for, with its exact counter, while other threads use it.  In
+ * this order:
+ *  1. one CAS of `demote` (LIVE -> DEMOTING) elects the demoter; the
+ *     others wait for DEMOTED;
+ *  2. the wait queue is marked dead (no new watcher), coalescing is
+ *     switched off and what it held is shown (uefd__exact: the timer
+ *     idle), UEVENTFD_NOPOLL ends;
+ *  3. one exchange takes the counter (and `held`) and leaves UEFD_GONE, a
+ *     value a counter never holds: a read, write, held write or sync that
+ *     finds it waits until the demotion is over and passes its call to
+ *     the kernel fd;
+ *  4. it wakes the readers napping on `rwake` (NAP) and waits until no
+ *     sync is in flight (a sync raises `syncing` and re-checks the counter
+ *     before its system call: Dekker against the exchange) and no reader
+ *     is asleep in read(2) on kfd (it wakes them with units of its own: a
+ *     sleeper raises `nsleep` before it looks at the counter), so that
+ *     K == kunits;
+ *  5. it sets K to the counter (uefd__carry: a write, or a read and a
+ *     write);
+ *  6. only then do the watchers become kernel registrations of the fd in
+ *     their instances (port_demote_source): the carry's write is an edge
+ *     the program never made, and until DEMOTED no read or write of the
+ *     program moves the fd, so each ADD polls exactly what the program's
+ *     edges left (an edge-triggered item whose event a wait took: UNPEND
+ *     in unpend.c);
+ *  7. DEMOTED (release), the waiters and blocked writers woken, every
+ *     number unpublished: uepoll's calls on them go to the kernel.
+ * A sleeper that wakes after the exchange took units written before the
+ * counter was carried over, never part of it.  What cannot be carried: the
+ * coalescing setting (a kernel eventfd wakes at once).  A shared ueventfd's
+ * demotion is SHARED DEMOTE (uefd__xdemote), under xm, through `carry`.
  *
  * LOCKING: count, held, kunits, syncing, nsleep, demote, wseq, wwaiters,
  * co_*, owed.bits are atomics (no lock), in the block `sh` (shm.h) but

@@ -662,8 +662,8 @@ static void obj__owed_fn(struct lock_owed *n, unsigned bits)
  * collected under obj__lock, with a reference each, and shared or demoted
  * outside it (both take instances' locks).  exec_only: only those whose
  * number an execve() would keep (no FD_CLOEXEC), and instances too (a fork
- * keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES: FORK in
- * port.c).  Returns the first error (-ENOMEM if the list could not be
+ * keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES: FORK above,
+ * FORKED in port.c).  Returns the first error (-ENOMEM if the list could not be
  * made).
  */
 /* Would an execve() keep o open: has it a number without FD_CLOEXEC?

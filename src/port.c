@@ -25,9 +25,10 @@
  * port->mtx to move a round-robin kernel registration whose event it took:
  * wait.c, krec.c).  An item is retired only with port->mtx held and after
  * it has been unlinked from the wait queue (under wq->lock), so no
- * signaler can still reach it; rq_retire frees it at once or, if it is
- * queued, leaves it to the harvest that dequeues it (readyq.c), which
- * frees it under rq->lock alone.
+ * signaler can still reach it; rq_retire gives it back at once
+ * (obj_free_later: freed by the next creation or ADD, since a close may
+ * run in a signal handler) or, if it is queued, leaves it to the harvest
+ * that dequeues it (readyq.c), which frees it under rq->lock alone.
  *
  * WAKEUPS.  The signaler's half of the wake protocol is here
  * (port_item_signal, port_item_kick: queue the item, then the bell's

@@ -9,7 +9,7 @@
  * cost: docs/benchmarks.md, oneshot-mt with producer work).  So before it
  * sleeps a wait polls the ready queue for a while: a userspace source that
  * becomes ready meanwhile is taken without any system call on either side
- * (the doorbell stays rung while nobody sleeps: DOORBELL in port.c).
+ * (the doorbell stays rung while nobody sleeps: DOORBELL in bell.c).
  *
  * The spin is bounded and adaptive, so that an instance whose events come
  * rarely does not burn CPU:
