@@ -404,7 +404,9 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  * nobody).  Watchers are kernel registrations of the fd in
  * every process (uefd_share moves the userspace ones there; a later ADD goes
  * there too: port.c), whose edge-triggered ones see one edge per class
- * change, as outside pollers always did.  A coalesced write defers its
+ * change, as outside pollers always did.  The coalescing setting and `held`
+ * are in the block: ueventfd_coalesce in one process is the setting of
+ * all, as a file's would be.  A coalesced write defers its
  * pre-step to the timer of its own process (COALESCE); a normal exit
  * delivers what is deferred (obj.c), a killed writer's deferred wakeup waits
  * for the next operation.

@@ -70,8 +70,9 @@ bool rq_enqueue(struct readyq *q, struct item *it);
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	       uint64_t data);
 /* The item is unlinked from its source: give it back now (obj_free_later),
- * or mark it so that the harvest that dequeues it frees it.  True if it was queued (its event
- * not taken yet: a demotion hands that to the kernel, UNPEND). */
+ * or mark it so that the harvest that dequeues it frees it.  True if it
+ * was queued (its event not taken yet: a demotion hands that to the
+ * kernel, UNPEND). */
 bool rq_retire(struct readyq *q, struct item *it);
 /* Nothing queued (items on a batching waiter's hold list do not count). */
 bool rq_empty(struct readyq *q);

@@ -112,9 +112,10 @@ static struct {
  * a publisher pinned to one CPU that it keeps busy, where the timer thread
  * would then queue behind it for the CPU and deliver late (measured: up to
  * 3.4 ms after the deadline, with a debug print in the thread; a 5 ms
- * delay held up to 9.6 ms in the pubsub benchmark; t_timer_affinity).  The thread serves the
- * whole process, so it takes the CPU set the process had when the library
- * was loaded (what taskset(1) gave it), read here before main() runs.
+ * delay held up to 9.6 ms in the pubsub benchmark; t_timer_affinity).  The
+ * thread serves the whole process, so it takes the CPU set the process had
+ * when the library was loaded (what taskset(1) gave it), read here before
+ * main() runs.
  */
 static cpu_set_t timer__cpus;
 static bool timer__cpus_ok;
