@@ -12,6 +12,8 @@
  * (PRELOAD_SYSCALLS in wrap_syscall.c).
  *
  * vfork is a stub in assembly that jumps to libc's (VFORK in wrap_exec.c).
+ * fork needs no wrapper: the library's pthread_atfork handlers (FORK in
+ * src/obj.c) run in the preload's copy of it.
  * pread/pwrite/preadv/pwritev only hide the private fds (PRIVATE): with an
  * offset, an eventfd or an epoll answers ESPIPE before touching anything,
  * the kernel's answer as it is.

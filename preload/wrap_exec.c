@@ -23,12 +23,13 @@
  * launcher closes every fd in its vfork child).  So the demotion comes
  * first, in the parent, as for posix_spawn, and the child's wrappers that
  * make, close or replace numbers are libc's calls on its own table
- * (preload_in_vfork_child).  vfork is a stub that keeps the caller's
- * return address in a thread-local variable, takes it off the stack and
- * calls libc's vfork (whose own return address lives in a register across
- * the system call): both the child and, later, the parent come back into
- * the stub, which marks the parent's thread as itself again and returns to
- * the caller (the technique of sanitizers' vfork interceptors).
+ * (preload_in_vfork_child).  vfork is a stub (x86-64, aarch64) that keeps
+ * the caller's return address in a thread-local variable, takes it off the
+ * stack and calls libc's vfork (whose own return address lives in a
+ * register across the system call): both the child and, later, the parent
+ * come back into the stub, which marks the parent's thread as itself again
+ * and returns to the caller (the technique of sanitizers' vfork
+ * interceptors).
  *
  * execveat and fexecve, and every exec through syscall(2)
  * (wrap_syscall.c), demote the same way.

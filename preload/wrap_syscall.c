@@ -20,8 +20,10 @@
  * system call instructions (liburing, Go's runtime, static binaries):
  * uepoll-run(1), LIMITS.
  *
- * poll, ppoll, select and pselect6 are looked at first (UEPOLL_NOPOLL=1,
- * wrap_poll.c) and then go to libc's syscall().
+ * poll, ppoll, select and pselect6 are looked at first (wrap_poll.c: an
+ * instance's stale doorbell taken, whatever the policy; with
+ * UEPOLL_NOPOLL=1 the object's option ended) and then go to libc's
+ * syscall(); a private fd is not hidden from them.
  */
 #include <fcntl.h>
 #include <sched.h>

@@ -12,7 +12,9 @@
  * that comes while the call sleeps acts in the sleep, after which every
  * layer's cleanup handler undoes what it had set up (turn.c, wait.c,
  * eventfd.c) and this one drops the call's reference.  No other point of
- * theirs is one (sys.h).
+ * theirs is one (sys.h).  As in libc, a cancellation that lands just after
+ * the sleep returned events loses them (the kernel's own epoll_wait has
+ * the same window).
  *
  * CLOSE.  uepoll_close unpublishes the object and closes the public number
  * at once, as close(2) frees a number at once; calls in flight on the
@@ -27,7 +29,11 @@
  * dup(2), dup2(2), dup3(2) and fcntl(2) are, whatever the interrupted
  * thread holds (SIGNALS in obj.c): their kernel call and the fd table's
  * change are made at once, and a thread inside one of the library's locks
- * owes the object's close and release to the end of its last lock.
+ * owes the object's close and release to the end of its last lock.  A
+ * ueventfd's read and write are so whatever the instances that watch it
+ * (wake order, batching) and whatever its coalescing.  The other calls
+ * (uepoll_ctl, the waits, creation, uepoll_demote) are not
+ * async-signal-safe.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -22,7 +22,8 @@
  *    store of 1 would leave the eventfd counting with `set` 0, which no
  *    later take reads (bell_clear stops at `set` 0): an instance ready for
  *    ever with nothing queued, its holders and outside pollers woken on
- *    every look (t_nest_race).  Only those paths take the lock, and each
+ *    every look (t_nest_race: 20 to 500 trials in 20000 stuck so before
+ *    dblock).  Only those paths take the lock, and each
  *    makes a system call anyway; the steady state (`set` 1, no call) and a
  *    take of an edge-triggered doorbell's event (bell_took: a write is
  *    never on its way then, see there) take none.
@@ -128,12 +129,22 @@
  * watched instance's ways differ from an unwatched one's, its events'
  * order after a source's read and write among them); the queue is pruned
  * only once the call made it (the kernel's ADD polls the instance, a
- * refused call does not: a prune reorders); an instance alive at
+ * refused call does not: a prune reorders; fuzz_diff found both orders).
+ * It is a watcher whether or not a uepoll instance holds the instance too:
+ * before issue 32 it was counted only in bell__nedge, so an instance held
+ * by a kernel epoll alone rang only while `set` was 0, and an event loop
+ * that never makes a wait come back empty got one edge (t_nest_kernel_et).
+ * An instance alive at
  * a fork, whose kernel epoll the other process may then register anywhere
  * without our seeing it, counts in bell__nedge for good
  * (bell_held_edge_outside).  Models: models/watched.pml, and
  * models/arrive.pml for a holder (an instance, or a kernel epoll through
- * uepoll_ctl) that arrives during a doze or a nap.  A prune holds the
+ * uepoll_ctl) that arrives during a doze or a nap (t_nest_doze,
+ * t_nest_nap).  What stays: a wait that takes an event between its
+ * source's enqueue and the ring made for it leaves the doorbell rung with
+ * nothing behind it until the next look (a holder's check, a wait that
+ * finds nothing), so a kernel epoll or poll() may see the instance ready
+ * once then (uepoll(7)).  A prune holds the
  * queue's items in a private queue for a moment, so a concurrent bell_clear may see the queue
  * empty and not ring again: a prune that kept items kicks (bell_prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
@@ -223,7 +234,8 @@
  *    wait runs bell_nap_end.
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
  * time; a kernel fd added, or NOPOLL ended, while they nap); a holder that
- * arrives during a nap: models/arrive.pml.
+ * arrives during a nap: models/arrive.pml.  t_port_nap counts the wake, and
+ * checks the give-back of `napped`.
  *
  * QUIET (a ring for nothing is not made; port_item_signal).  The kernel
  * queues an epitem on every wakeup of its source, even one that leaves
@@ -253,17 +265,22 @@
  * WATCHED (and a signal then revalidates it when the item is not ready).  Model: models/quiet.pml (a write of 0 and a reader that
  * drains between a write and its walk; mutants: the look before the CAS, a
  * signal that skips the kick when its item was queued already).
+ * t_wake_quiet: a write of 0 to a ueventfd four idle instances watch makes
+ * no system call (one doorbell write each before), and a wait's events
+ * come out in the kernel's order.
  *
  * UNNOPOLL.  NOPOLL may end while the instance is in use: the preload layer
  * creates instances with it when asked (UEPOLL_NOPOLL=1) and ends it when it
- * sees the fd polled from outside (poll(), select(), a kernel epoll).
+ * sees the fd polled from outside (poll(), select(), a kernel epoll:
+ * uobj_polled; uepoll_ctl into a kernel epoll ends it too, port__polled).
  * bell_polled_outside stores nopoll = 0 (seq_cst), wakes the nappers
  * (bell_unnap: they re-check nopoll after their count and sleep in the
  * kernel epoll instead) and kicks if items are queued: a signal loads
  * nopoll after its enqueue (bell_wanted, seq_cst), so either it saw 0 and
  * rang, or its item is seen by the look.  From then on the instance is
  * exact, as if made without the flag (a stale doorbell may make the fd
- * read ready once, as a default instance's may).
+ * read ready once, as a default instance's may).  A ueventfd ends
+ * UEVENTFD_NOPOLL the same way (uefd_watched_outside in eventfd.c).
  *
  * LOCKING.  wlock, for watched/lt transitions (bell_watch), and dblock, a
  * leaf, around each system call on the doorbell with its change of `set`

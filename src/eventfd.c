@@ -34,6 +34,14 @@
  * system call each, as the kernel's do; any other write or read none.  A
  * non-blocking read that finds the counter empty right after a successful
  * one answers EAGAIN without a system call (the drain loop's last read).
+ * So no sequence costs more system calls than on the kernel's eventfd
+ * (t_efd_syscalls counts them).  models/mirror.pml checks, plain and
+ * semaphore, with two writers, a reader and a sleeper, that at quiescence
+ * the classes agree and kunits == K, that no sleeper is stranded while the
+ * counter is non-zero, and that every value is read once.  On a kernel
+ * without RWF_NOWAIT for eventfds the drain looks first (sys_eventfd_take),
+ * and a sleeper may take the value between the look and the read, which
+ * then sleeps until the next write.
  * UEVENTFD_NOPOLL (nobody polls the fd from outside uepoll): a sync only
  * raises kunits from 0 for a non-zero counter, so that a sleeper wakes; it
  * never drains, so a write or read makes a system call only when a reader
@@ -44,7 +52,13 @@
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.
  *
- * COALESCE (ueventfd_coalesce, non-semaphore only).  A write with a delay
+ * COALESCE (ueventfd_coalesce, non-semaphore only).  A non-semaphore eventfd
+ * sums its writes, so a sleeper woken once collects them all; waking it on
+ * every write, the kernel's rule, keeps a busy publisher's subscriber busy
+ * doing nothing useful (26% of a CPU in proposal 004, 92% in our pubsub).
+ * So a ueventfd may have a delay (at most UEVENTFD_COALESCE_MAX_US, 100 ms)
+ * and a count; UEPOLL_EVENTFD_COALESCE="delay_us[,count]" is the process's
+ * default (config.c).  A write with a delay
  * set, whose new counter value is below the count threshold, does all of a
  * write's work except the system calls that wake: it adds to the counter,
  * queues the watching items (wq_wake with hold), and notes whether an
@@ -56,14 +70,18 @@
  * every write at once (the counter and the ready queues are up to date);
  * only sleepers wait, at most `delay`.  No lost wakeup: a deferred ring is
  * decided after the item is queued and the counter updated, exactly where
- * the write would have rung (DOORBELL in port.c, MIRROR above), and the
+ * the write would have rung (DOORBELL in bell.c, MIRROR above), and the
  * timer looks again after it cleared `pending` (PENDING in timer.c; the
  * held walk and the kick both hold wq.lock, which orders a write's queueing
- * before or after the kick's look).  A write that reaches the count, a
- * change of the setting and a close deliver at once.
+ * before or after the kick's look: models/coalesce.pml).  A write that
+ * reaches the count, a change of the setting and a close deliver at once.
  *
- * HOLD (UEVENTFD_HOLD_WRITES, on top of a delay).  The writes themselves are
- * held, not only their wakeups: a write adds to `held` instead of `count`
+ * HOLD (UEVENTFD_HOLD_WRITES, on top of a delay).  Holding only the wakeup
+ * does not help a reader that is awake: it sees each write at once, and
+ * against a publisher that never pauses it finds the counter non-zero after
+ * every read and loops without sleeping (pubsub's 5 ms row: 8-30% of a CPU,
+ * depending on how often the publisher stalls; held, 0.2-0.3%).  So the
+ * writes themselves are held: a write adds to `held` instead of `count`
  * and touches nothing else (no walk, no lock of the source, no system
  * call), then arms the timer (one load while it is pending; the first
  * write of a batch takes the timer's lock).  The delivery moves `held` into
@@ -74,25 +92,46 @@
  * fast the publisher writes.  No value is stranded: a writer adds (seq_cst
  * CAS) then loads `pending` in timer_arm; the thread clears `pending`
  * (seq_cst) before the run's exchange of `held`; so either the run takes the
- * value or the writer arms a new run (PENDING in timer.c).  A write that
+ * value or the writer arms a new run (PENDING in timer.c;
+ * models/hold.pml).  The mode is a bit of co_delay_us (UEFD_HOLD_BIT), on
+ * the counter's line: a plain write reads no second line.  A write that
  * brings `held` to the count threshold shows it at once.  Held writes keep
  * count + held <= UEFD_MAX; a value that would not fit (plain writes racing
  * with a change of setting, which do not look at `held`) stays held and is
  * shown by the next run.
  *
  * DEMOTE (uefd_demote): the ueventfd becomes the plain kernel eventfd it
- * stands for, with its exact counter, while other threads use it.  The
- * watchers become kernel registrations of the fd in their instances
- * (port_demote_source), then one exchange takes the counter and leaves
- * UEFD_GONE in it: a read, write or sync that finds UEFD_GONE waits until
- * the demotion is over and passes the call to the kernel fd.  The demotion
- * waits until no sync is in flight (a sync raises `syncing` and re-checks
- * the counter before its system call: Dekker against the exchange) and no
- * reader is asleep in read(2) on kfd (it wakes them with units of its own:
- * a sleeper raises `nsleep` before it looks at the counter), so that K ==
- * kunits; then it sets K to the counter with a write, or a read and a write,
- * and publishes UEFD_DEMOTED.  A sleeper that wakes after the exchange took
- * units written before the counter was carried over, never part of it.
+ * stands for, with its exact counter, while other threads use it.  In
+ * this order:
+ *  1. one CAS of `demote` (LIVE -> DEMOTING) elects the demoter; the
+ *     others wait for DEMOTED;
+ *  2. the wait queue is marked dead (no new watcher), coalescing is
+ *     switched off and what it held is shown (uefd__exact: the timer
+ *     idle), UEVENTFD_NOPOLL ends;
+ *  3. one exchange takes the counter (and `held`) and leaves UEFD_GONE, a
+ *     value a counter never holds: a read, write, held write or sync that
+ *     finds it waits until the demotion is over and passes its call to
+ *     the kernel fd;
+ *  4. it wakes the readers napping on `rwake` (NAP) and waits until no
+ *     sync is in flight (a sync raises `syncing` and re-checks the counter
+ *     before its system call: Dekker against the exchange) and no reader
+ *     is asleep in read(2) on kfd (it wakes them with units of its own: a
+ *     sleeper raises `nsleep` before it looks at the counter), so that
+ *     K == kunits;
+ *  5. it sets K to the counter (uefd__carry: a write, or a read and a
+ *     write);
+ *  6. only then do the watchers become kernel registrations of the fd in
+ *     their instances (port_demote_source): the carry's write is an edge
+ *     the program never made, and until DEMOTED no read or write of the
+ *     program moves the fd, so each ADD polls exactly what the program's
+ *     edges left (an edge-triggered item whose event a wait took: UNPEND
+ *     in unpend.c);
+ *  7. DEMOTED (release), the waiters and blocked writers woken, every
+ *     number unpublished: uepoll's calls on them go to the kernel.
+ * A sleeper that wakes after the exchange took units written before the
+ * counter was carried over, never part of it.  What cannot be carried: the
+ * coalescing setting (a kernel eventfd wakes at once).  A shared ueventfd's
+ * demotion is SHARED DEMOTE (uefd__xdemote), under xm, through `carry`.
  *
  * LOCKING: count, held, kunits, syncing, nsleep, demote, wseq, wwaiters,
  * co_*, owed.bits are atomics (no lock), in the block `sh` (shm.h) but
@@ -345,6 +384,15 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  * is MAP_SHARED memory (shm.h), the kernel fd is the same file in both
  * processes, and every process that holds the ueventfd keeps reading and
  * writing the counter without a system call while its class does not change.
+ * The block (SHM_BLOCK, 256 bytes) is the ueventfd's from its creation, so a
+ * fork moves nothing: every call pays one load more (uefd->sh), and a
+ * process that never forks nothing else.  A fork pays, once per ueventfd
+ * alive then and not shared yet, the move of its watchers to kernel
+ * registrations and a lock; a shared one costs nothing more at the next
+ * fork (the child inherits the mapping).  Proposal 004's experiment, a
+ * forked publisher and subscriber on one eventfd, lost every gain when the
+ * fork demoted it (before issue 21; UEPOLL_FORK_DEMOTE_EVENTFDS=1 still
+ * does: FORK in obj.c).
  * Any process may die at any instruction (SIGKILL), so the lock-free MIRROR,
  * whose kunits would stay wrong for ever after a death between a CAS of
  * kunits and its system call, is replaced by a lock that a survivor takes
@@ -359,7 +407,10 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  *    it after it became full), keeping `kunits` equal to its value;
  *  - the holder's death, zombie or not, releases xm (the kernel's robust
  *    futex list: ROBUST, at uefd__xrepair); the next one that takes it
- *    reads the kernel fd's true value (fdinfo) into kunits and settles;
+ *    reads the kernel fd's true value (fdinfo) into kunits and settles
+ *    (before issue 32 the lock was a word of thread ids, and a dead holder
+ *    was asked with kill(tid, 0), which a zombie answers: its parent,
+ *    about to waitpid, hung);
  *  - a stopped holder is not waited for (BYPASS, at uefd__xcas_bypass).
  * So at every instant a non-zero counter has a readable kernel fd, whoever
  * died where: a poller, a kernel epoll or a blocked reader of any process
@@ -370,17 +421,26 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
  * after its CAS: never in read(2) on the kernel fd, which would take units
  * behind the holder's back, nor in ppoll(2) on it, which the pre-step would
  * wake before the CAS (on one CPU the reader then preempts the writer and
- * yields back: 3 switches a handoff instead of 1).  It sleeps at most a
+ * yields back: 3 switches a handoff instead of 1, 3.7x the kernel's round
+ * trip; on the futex, 1.6x).  It sleeps at most a
  * second (a writer killed or stopped between its CAS and its wake wakes
  * nobody).  Watchers are kernel registrations of the fd in
  * every process (uefd_share moves the userspace ones there; a later ADD goes
  * there too: port.c), whose edge-triggered ones see one edge per class
- * change, as outside pollers always did.  A coalesced write defers its
+ * change, as outside pollers always did.  The coalescing setting and `held`
+ * are in the block: ueventfd_coalesce in one process is the setting of
+ * all, as a file's would be.  A coalesced write defers its
  * pre-step to the timer of its own process (COALESCE); a normal exit
  * delivers what is deferred (obj.c), a killed writer's deferred wakeup waits
  * for the next operation.
  * A signal handler whose own thread holds xm (or any lock of ours) bypasses
  * it as it would a stopped holder: its thread is stopped until it returns.
+ * xm's one cost in signal handlers: glibc's robust-list updates are not
+ * async-signal-safe, so a handler that writes a shared ueventfd while its
+ * thread is inside the program's own robust mutex operations may leave
+ * that thread's robust list inconsistent, which matters only if the thread
+ * then dies holding the program's mutex.  A normal exit delivers every
+ * held wakeup first (obj__exit; t_fork_exit_held, with 200).
  */
 
 /* The kernel fd's true value (the holder's takeover), from fdinfo; if that
@@ -733,6 +793,11 @@ static void uefd__xowe(struct uefd *e);
  * drain and the raise after it, or a stopped holder continued and killed
  * there, leaves the fd not readable over a non-zero counter until the next
  * operation's settle (the next lock repairs a dead holder's: ROBUST).
+ * models/xbypass.pml adds a third process stopped in its write, so that two
+ * bypasses race.  A stopped holder is asked about by its thread id: a new,
+ * stopped thread given the same id in between would be taken for it
+ * (harmless: bypassing a running holder is correct too; Linux hands out
+ * ids in a cycle, so it needs pid_max threads made in between).
  */
 /* BYPASS: make the kernel fd readable if it is not.  Counted in braise
  * from before the look to after the write (FILL in uefd__settle: a holder

@@ -40,18 +40,33 @@
  * exists, and it is dropped: the outcome of the ctl having come first,
  * which the caller cannot tell from the one it raced with.  An address is
  * told from user data by walking the instance's records (never freed
- * before the instance, so no user pointer can equal one).  With 16 bits
- * of tag, an event is mistaken only if its record is changed 65536 times
- * while the harvest that took it is between the kernel call and the
- * translation.
+ * before the instance, so no user pointer can equal one), and the list is
+ * read after each kernel call, so a record made while a wait slept is
+ * found.  ADD always takes a fresh record (an EEXIST leaves the old one
+ * untouched); MOD of an exclusive registration, which the kernel refuses,
+ * changes nothing.  With 16 bits of tag (the address's unused top bits),
+ * an event is mistaken only if its record is changed 65536 times while the
+ * harvest that took it is between the kernel call and the translation.
+ * Model: models/data.pml (a record added, modified, removed and reused
+ * while events come).
+ *
+ * ROUNDROBIN (kernel fds; a ueventfd's is wq.c's).  Kernel fds cannot be
+ * walked from userspace: each instance's kernel epoll holds the fd with
+ * EPOLLEXCLUSIVE, and the kernel wakes the first idle one.  An instance
+ * that receives an event of a round-robin registration moves it to the
+ * back of the fd's wait queue with EPOLL_CTL_DEL + EPOLL_CTL_ADD
+ * (krec_rr_took): two system calls per wakeup, the price of doing it with
+ * what a stock kernel offers, and it works across processes too.  The ADD
+ * polls the fd again, so an event that comes in between is not lost.
  *
  * RR-ET.  Moving a round-robin registration to the back (EPOLL_CTL_DEL +
  * ADD) makes the kernel poll the fd again, which an edge-triggered
  * registration would report as a new edge while the fd is still readable.
  * So for EPOLLET the move is owed (rr_owed) until a later wait of the
  * instance finds the fd drained (a zero-timeout poll), as an
- * edge-triggered user drains it before waiting again; a registration whose
- * fd stays ready keeps its place until then.  The inner instance's watched
+ * edge-triggered user drains it before waiting again (krec_rr_settle: one
+ * more system call per wakeup); a registration whose fd stays ready keeps
+ * its place until then.  The inner instance's watched
  * count and doorbell mode change under its bell's wlock (bell_watch),
  * nested inside the holder's mtx and outside the inner instance's rq->lock.
  * A harvest's check of a nested instance takes no lock of its own (rq->lock
@@ -67,7 +82,8 @@
  * record silent keeps it counted in nkernel (and in ksettle) until a wait
  * has looked at the kernel epoll, as the kernel's next wait on the
  * instance would (wait__kernel uncounts what it found counted before its
- * call).  A DEL takes the registration off the list at once.
+ * call; t_nest_stale).  A DEL takes the registration off the list at
+ * once.
  *
  * SILENT.  An epoll's fd reports EPOLLIN | EPOLLRDNORM and nothing else, so
  * a nested instance registered without either never fires (perf's `bench

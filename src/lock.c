@@ -45,7 +45,8 @@
  * object DEMOTING before its first lock and ends after its last.  A fork
  * between two such steps gave the child a ueventfd published after the
  * prepare's walk (a private copy, not shared: issue 32) or one stuck
- * DEMOTING for want of the thread that was demoting it.  So such an
+ * DEMOTING for want of the thread that was demoting it (t_fork_create,
+ * t_fork_demote; and t_fork_twice for two forks at once, below).  So such an
  * operation is a span: lock_span_enter adds to `spans` then loads the
  * fence (seq_cst both); lock_fork_fence (the prepare's first step) takes
  * lock__fork, stores fence = 1, then loads `spans` (seq_cst both) and

@@ -195,8 +195,9 @@ static inline void lock_drop(pthread_mutex_t *m)
  * another thread's short section, never for its own frame.  Not the fork
  * gate's business at depth > 0 (a handler's hold while its frame is
  * outside the gate): the fork's prepare takes such a lock itself after
- * the gate (obj.c, FORK).  obj__lock (obj.c, NUMBERS) is the one.  *old:
- * the mask to restore.
+ * the gate (obj.c, FORK).  obj__lock (obj.c, NUMBERS) is the one.  Its
+ * price: two rt_sigprocmask(2) around each hold (one pair at a creation,
+ * one at a close, one at the release).  *old: the mask to restore.
  */
 void lock_take_masked(pthread_mutex_t *m, sigset_t *old);
 void lock_drop_masked(pthread_mutex_t *m, const sigset_t *old);

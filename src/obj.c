@@ -38,16 +38,31 @@
  * closed and released in the child, which closes their private fds there.
  * Last, the child starts its timer thread if the parent had one (timer.c),
  * so that its coalesced writes stay coalesced and no write has to start
- * it.  The parent pays the fence and the gate (the spans and lock hold
- * times of the threads in them then); the child repairs every live object
- * (docs/benchmarks.md, fork).
+ * it.  The child writes only where a value changes (obj_fork_zero), so the
+ * pages of idle objects stay shared with the parent.  The parent pays the
+ * fence and the gate (the spans and lock hold times of the threads in them
+ * then); the child repairs every live object (docs/benchmarks.md, fork:
+ * with 4000 objects a fork and the child's exit cost 1.0 ms, the kernel's
+ * 0.37 ms).
+ * Instances are not demoted: the child has a copy of their userspace state
+ * (FORKED in port.c).  UEPOLL_FORK_DEMOTE_INSTANCES=1 demotes them, so that
+ * processes which share an instance made before the fork (both waiting on
+ * it) get the kernel's semantics exactly, at the price of its acceleration
+ * (t_fork_share_demoted).  UEPOLL_FORK_DEMOTE_EVENTFDS=1 demotes the
+ * ueventfds instead of sharing them (as before issue 21): the kernel's
+ * costs, for a program whose threads take turns on blocked reads of
+ * ueventfds alive at its forks, where a shared one costs more
+ * (docs/benchmarks.md).  Both are read at the first call (config.c, ONCE).
  *
  * SIGNALS.  close(2), dup(2), dup2(2), dup3(2) and fcntl(2) are
  * async-signal-safe, so uepoll_close, uepoll_dup*, uepoll_fcntl are too
- * (api.c): a signal handler may call them whatever its thread was doing in
- * the library, holding a lock of it included (port->mtx in a ctl, a
- * source's wq->lock in a walk, obj__lock in a dup...).  Their kernel call
- * is made at once, with the kernel's answer.  What they change here:
+ * (api.c; issue 33: before, a handler's close took the instances'
+ * port->mtx and the source's wq->lock, its dup obj__lock, which the
+ * interrupted frame could hold: a deadlock).  A signal handler may call
+ * them whatever its thread was doing in the library, holding a lock of it
+ * included (port->mtx in a ctl, a source's wq->lock in a walk, obj__lock
+ * in a dup...).  Their kernel call is made at once, with the kernel's
+ * answer.  What they change here:
  *  - the numbers (the fd table and the lists, NUMBERS) at once too, under
  *    obj__lock, which is MASKED (lock.h): every hold of it blocks the
  *    thread's signals, so no handler runs on a thread that holds it (is
@@ -70,7 +85,10 @@
  *    nowhere else (a queued close holds a reference), so one node carries
  *    either, never both.
  * So a handler never waits for a lock its own thread holds; the number is
- * closed (or replaced) and unpublished when its call returns; nothing is
+ * closed (or replaced) and unpublished when its call returns (a new
+ * eventfd() may get it, uepoll's calls on it go to the kernel; a replaced
+ * one leads to its new file; F_SETFL's O_NONBLOCK is seen by the next
+ * read); nothing is
  * lost (the drain does the close and the release) and nothing leaks.  A
  * handler whose thread holds no lock does it all at once, as any call;
  * then it may have interrupted malloc(3), so a close and a release free
@@ -82,7 +100,9 @@
  * owed closes and releases of the threads that did not come along (its
  * count of references is made again: an object left with none is closed
  * and released there).  models/sigclose.pml checks this, with a handler
- * at every step of its thread and a fork.
+ * at every step of its thread and a fork; t_signal_close, t_signal_dup2,
+ * t_signal_dup3, t_signal_fcntl and t_fork_signal_dup run the handler's
+ * calls at every kind of hold and compare the results with the kernel's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -378,7 +398,29 @@ void uobj_free(struct uobj *o)
  * that makes a number (uobj_dup) is made under the lock too: the number it
  * is made from cannot be unpublished (and so not closed by uepoll_close,
  * which closes after unpublishing) meanwhile.  Nothing here allocates: a
- * number's link is in the table's chunk, which fdtab maps (SIGNALS).
+ * number's link is in the table's chunk, which fdtab maps (SIGNALS).  The
+ * object leaves (its type's close) with its last number, as a file is
+ * released with its last descriptor.
+ *
+ * Registrations follow the kernel's key, file and number: an item records
+ * the number it was ADDed through (item->fd) and ctl finds it by both
+ * (wq_find), so a second ADD through a dup is a second registration, a MOD
+ * through another number is ENOENT, and after one number is closed the
+ * item stays (reported as before) until the object's last number goes.  A
+ * demotion, or a fork's share, registers it in the kernel under that
+ * number (uobj_key_number; F19 in docs/reliability.md).
+ *
+ * STALE.  A number closed behind uepoll's back (plain close(2), a dup2
+ * onto it) still leads to the object in the table.  It is found when the
+ * kernel gives the number to a new uepoll object (uobj_publish), or when
+ * uepoll_ctl ADDs it: an ADD that finds an object asks kcmp(2) whether the
+ * number still holds the object's file (one system call, on ADD only, as
+ * the kernel's ADD makes one), and if not drops the object and registers
+ * what the number holds now (port.c).  Reads, writes and waits do not
+ * check (a system call each).  uobj_forget is the hook for a layer that
+ * sees every close (the preload's wrappers): it drops the object at a
+ * number without touching the number; calls in flight finish on the
+ * private fd.
  */
 #define obj__numbers(n, o) for ((n) = (o)->fd; (n) >= 0; (n) = *fdtab_link(n))
 
@@ -661,8 +703,8 @@ static void obj__owed_fn(struct lock_owed *n, unsigned bits)
  * collected under obj__lock, with a reference each, and shared or demoted
  * outside it (both take instances' locks).  exec_only: only those whose
  * number an execve() would keep (no FD_CLOEXEC), and instances too (a fork
- * keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES: FORK in
- * port.c).  Returns the first error (-ENOMEM if the list could not be
+ * keeps them as copies, unless UEPOLL_FORK_DEMOTE_INSTANCES: FORK above,
+ * FORKED in port.c).  Returns the first error (-ENOMEM if the list could not be
  * made).
  */
 /* Would an execve() keep o open: has it a number without FD_CLOEXEC?

@@ -25,9 +25,10 @@
  * port->mtx to move a round-robin kernel registration whose event it took:
  * wait.c, krec.c).  An item is retired only with port->mtx held and after
  * it has been unlinked from the wait queue (under wq->lock), so no
- * signaler can still reach it; rq_retire frees it at once or, if it is
- * queued, leaves it to the harvest that dequeues it (readyq.c), which
- * frees it under rq->lock alone.
+ * signaler can still reach it; rq_retire gives it back at once
+ * (obj_free_later: freed by the next creation or ADD, since a close may
+ * run in a signal handler) or, if it is queued, leaves it to the harvest
+ * that dequeues it (readyq.c), which frees it under rq->lock alone.
  *
  * WAKEUPS.  The signaler's half of the wake protocol is here
  * (port_item_signal, port_item_kick: queue the item, then the bell's
@@ -698,12 +699,24 @@ static int port__take_source(struct wq *q, struct uobj *src)
  * A wait in flight meanwhile goes on as a uepoll wait that finds nothing
  * in userspace: it looks at the kernel epoll (nkernel is raised first) and
  * sleeps there, where every registration is, or will be after its ADD,
- * which wakes it.  An edge-triggered registration whose event was
+ * which wakes it; events the kernel gave with a record's old data are
+ * dropped as stale (DATA in krec.c), the MOD having queued the
+ * registration again.  An edge-triggered registration whose event was
  * reported already is not reported again (UNPEND in unpend.c: probes made
  * before the items leave and before the records' MODs, one settle after)
- * unless such a wait takes the report first.  What cannot be carried: that
- * wait's report, a one-shot one that fires during the demotion may fire
- * once more, and the batching policy, FIFO wakeups and round robin end.
+ * unless such a wait takes the report first.  The ueventfds it watched
+ * stay uepoll's (their fds are exact); a nested instance it held stays
+ * counted as watched for good (its fd is in a kernel epoll now).  What
+ * cannot be carried: that wait's report, a one-shot one that fires during
+ * the demotion may fire once more, and the batching policy, FIFO wakeups
+ * and round robin end (the kernel's wakeups are LIFO and exclusive); a
+ * nested instance's registration made through a number the program has
+ * closed since, while the instance lives on through another and the number
+ * holds another file now, keeps the record's data, which the kernel no
+ * longer lets us name (krec__nest_number: no MOD through such a number,
+ * F21, nor through the number of an instance released undemoted).  An
+ * exec's demotion demotes the ueventfds before the instances
+ * (obj__demote_all).
  */
 struct port__moved {
 	struct uobj *src;

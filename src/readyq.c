@@ -8,7 +8,12 @@
  *   IDLE --(rq_enqueue: CAS, acq_rel; winner links the item)--> QUEUED
  *   QUEUED --(harvest dequeues it: store IDLE, seq_cst)--> IDLE
  *   QUEUED --(rq_retire, consumer lock held)--> DEAD --(dequeued)--> freed
- *   IDLE --(rq_retire)--> freed at once
+ *   IDLE --(rq_retire)--> given back at once
+ *
+ * "Freed": by the harvest that dequeues it; a prune, or rq_destroy, gives
+ * it back instead.  "Given back": obj_free_later, freed by the next
+ * creation or ctl ADD (obj_reclaim), since a close, and so a retire or a
+ * prune, may run in a signal handler (SIGNALS in obj.c).
  *
  * The harvest stores IDLE *before* it polls the source: a source that fires
  * after the poll finds IDLE and re-queues.  Store-then-load on both sides,

@@ -58,7 +58,8 @@ _Static_assert(offsetof(struct readyq, whead) - offsetof(struct readyq, txbusy) 
 	       "consumer-private fields come before the shared head");
 
 void rq_init(struct readyq *q);
-/* Frees the items still queued (all are ITEM_DEAD by then). */
+/* Gives back the items still queued (all are ITEM_DEAD by then:
+ * obj_free_later). */
 void rq_destroy(struct readyq *q);
 /* In a forked child (alone, lock free): rebuild the queue from the
  * instance's items (portlink) that are ITEM_QUEUED, in list order. */
@@ -68,9 +69,10 @@ bool rq_enqueue(struct readyq *q, struct item *it);
 /* Change an item's mask and data as one step against harvests. */
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	       uint64_t data);
-/* The item is unlinked from its source: free it now, or mark it so that
- * the harvest that dequeues it frees it.  True if it was queued (its event
- * not taken yet: a demotion hands that to the kernel, UNPEND). */
+/* The item is unlinked from its source: give it back now (obj_free_later),
+ * or mark it so that the harvest that dequeues it frees it.  True if it
+ * was queued (its event not taken yet: a demotion hands that to the
+ * kernel, UNPEND). */
 bool rq_retire(struct readyq *q, struct item *it);
 /* Nothing queued (items on a batching waiter's hold list do not count). */
 bool rq_empty(struct readyq *q);

@@ -13,7 +13,10 @@
  * region when it frees the last block it had there; the kernel frees the
  * memory with the last process that maps it (a process that dies unmaps
  * everything).  So shared memory is bounded by the blocks live at each fork,
- * and reclaimed with the last process that closes them.
+ * and reclaimed with the last process that closes them (t_xproc: cycles of
+ * create, fork, close, with the fd-leak check).  A ueventfd no number led
+ * to at a fork gets a private copy of its block in the child
+ * (uefd__fork_child), whose release then leaves the parent's alone.
  *
  * LOCKING: shm__lock (a leaf, lock.h) protects the regions' bookkeeping;
  * the fork's prepare takes it inside the gate (no other thread is inside

@@ -569,8 +569,9 @@ int sys_eventfd_take(int fd, uint64_t *v)
 	if (r < 0 && errno == EOPNOTSUPP) {
 		/* A kernel without RWF_NOWAIT for eventfds (before 5.12?):
 		 * look first (a thread blocked in uepoll_read may take the
-		 * value between the look and the read on a blocking fd:
-		 * docs/design.md, MIRROR). */
+		 * value between the look and the read on a blocking fd, and
+		 * this read then sleeps until the next write: MIRROR in
+		 * eventfd.c). */
 		if (!(sys_poll_now(fd, POLLIN) & POLLIN))
 			return -EAGAIN;
 		r = sys__libc.syscall(SYS_read, fd, v, sizeof(*v));

@@ -5,7 +5,10 @@
  * Why a thread (docs/design.md, "Coalesced ueventfd wakeups", has the
  * numbers): a deferred wakeup must be delivered even if its writer never writes
  * again and its sleeper never wakes on its own, so something other than the
- * two must run at the deadline.  One thread for the process, started when
+ * two must run at the deadline: the sleeper's own timeout cannot know a
+ * deadline set after it slept, and a timerfd per ueventfd would cost a
+ * kernel fd each and still need a reader.  One thread for the process
+ * (all signals blocked), started when
  * a ueventfd is first given a delay (never by an arm: SIGNALS), costs two
  * context switches per delivered batch (woken by the
  * arm, then by its deadline) and nothing while no timer is armed: it then
@@ -28,7 +31,9 @@
  * gets here: lock.h), and signals the condition with the lock held.  With
  * no thread it fails and the write wakes at once: no write starts one, in
  * any process (a forked child's first coalesced write did, from a handler
- * that had interrupted malloc: issue 32).
+ * that had interrupted malloc: issue 32; t_fork_signal_write raises the
+ * signal inside malloc).  So ueventfd() with a default delay and
+ * ueventfd_coalesce() may fail with ENOMEM instead.
  *
  * PENDING.  t->pending lets a writer skip the lock while a deadline is
  * already set.  An arm exchanges 0 -> 1 (seq_cst) and only the winner
@@ -105,10 +110,12 @@ static struct {
  * AFFINITY.  A new thread inherits the CPU set of the thread that creates
  * it, and the timer thread is created by whichever thread arms first: often
  * a publisher pinned to one CPU that it keeps busy, where the timer thread
- * would then queue behind it for the CPU and deliver late (measured: a 5 ms
- * delay held up to 9.6 ms in the pubsub benchmark).  The thread serves the
- * whole process, so it takes the CPU set the process had when the library
- * was loaded (what taskset(1) gave it), read here before main() runs.
+ * would then queue behind it for the CPU and deliver late (measured: up to
+ * 3.4 ms after the deadline, with a debug print in the thread; a 5 ms
+ * delay held up to 9.6 ms in the pubsub benchmark; t_timer_affinity).  The
+ * thread serves the whole process, so it takes the CPU set the process had
+ * when the library was loaded (what taskset(1) gave it), read here before
+ * main() runs.
  */
 static cpu_set_t timer__cpus;
 static bool timer__cpus_ok;

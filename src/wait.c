@@ -34,7 +34,15 @@
  * a kernel turn that filled its slots last time rings it first if it is
  * not rung (one eventfd write per round, only on instances with both kinds
  * ready).  The side whose turn it is is a hint shared by the instance's
- * threads (relaxed): it orders events, it never hides one.
+ * threads (relaxed): it orders events, it never hides one.  One wait never
+ * returns a registration twice: the kernel is asked again only if its
+ * batch was full and the doorbell (or a stale record) took part of it, and
+ * what it then gives again of the level-triggered events it returned first
+ * is dropped (wait__dedup, by data: two registrations with the same data
+ * count as one); a second round of the ready queue is made of what was
+ * queued before the wait's first harvest (ROUNDS).  t_fairness compares
+ * every source's count and worst gap with the kernel's (1+1, 32+32, 4+4,
+ * 1+7, 7+1, 3+5 sources; maxevents 1, 2, 4): equal.
  *
  * CANCELLATION.  The sleeps are cancellation points (sys.h).  Each part of
  * a wait that has something to undo registers it around the part that may

@@ -1,6 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wq.c - source wait queues.
+ *
+ * EXCLUSIVE.  A ueventfd's wait queue holds the non-exclusive items first,
+ * then the EPOLLEXCLUSIVE ones in registration order, as the kernel's.
+ * Every change (a write: EPOLLIN; a read: EPOLLOUT) walks it with its poll
+ * key, where the kernel's eventfd calls its wait queue, so edge-triggered
+ * and exclusive semantics come out the same: every non-exclusive item is
+ * queued in its instance; exclusive ones are queued one by one until an
+ * instance with a thread blocked in a wait is reached (the kernel's rule:
+ * busy instances are passed over but still get the item queued).
+ *
+ * ROUNDROBIN.  With EPOLLROUNDROBIN the instance that took the exclusive
+ * wakeup moves its item to the back of the queue, so the next change goes
+ * to the next idle instance: N idle instances and N*k events give k each,
+ * at no extra cost.  Kernel fds: ROUNDROBIN in krec.c.
  */
 #include "uepoll.h"
 
