@@ -244,8 +244,8 @@ proctype waiter(byte me)
 			fi
 		:: atomic { count == 0 && napok && nopoll && !watched &&
 			    !nkernel -> skip } ->
-			/* NAP (wait__nap): bell_nap_begin, the nkernel check,
-			 * FUTEX_WAIT, bell_nap_end */
+			/* NAP (wait__nap): bell_nap_begin (its nkernel check
+			 * after the count), FUTEX_WAIT, bell_nap_end */
 			seq = fseq;
 			gave_up = 0;
 #ifdef MUTANT_NAP_KERNEL_FIRST
@@ -356,8 +356,9 @@ end_outer:	atomic { db_pending == 1 -> db_pending = 0 };
 	od
 }
 
-/* A ctl that adds a kernel fd (krec_kctl: nkernel raised, then
- * bell_unnap), and the fd's event, which reaches the kernel epoll only. */
+/* A ctl that adds a kernel fd (krec_kctl: bell_kernel_add raises nkernel,
+ * then bell_unnap), and the fd's event, which reaches the kernel epoll
+ * only. */
 proctype ctl()
 {
 	nkernel = 1;

@@ -155,9 +155,10 @@
  * rings only while a thread is counted in `sleepers` or the instance is
  * watched (bell_wanted), and a stale doorbell is not cleared unless
  * watched (bell_exact), so a polling loop (write, zero-timeout wait, read)
- * makes no system call at all.  An instance with kernel fds still rings
- * for its queued items (`fair`: the doorbell is the ready queue's place in
- * the kernel's list, FAIRNESS in wait.c); it only skips the clears.  No
+ * makes no system call at all.  An instance with kernel fds (nkernel > 0,
+ * KERNEL) still rings for its queued items (the doorbell is the ready
+ * queue's place in the kernel's list, FAIRNESS in wait.c); it only skips
+ * the clears.  No
  * wakeup is lost, by a second Dekker pair beside DOORBELL's:
  *  - Signaler: enqueue (the fenced exchange of the tail), then load
  *    `sleepers` and `watched` (seq_cst); ring (bell_kick) if either is
@@ -198,8 +199,8 @@
  *    in the eventfd for good (issue 32).
  *  - Napper (bell_nap_begin): read `nap`, count itself in `sleepers` then
  *    `nappers` (seq_cst RMWs), give up if watched, store `napped` = 0,
- *    re-check the queue, then (wait.c) give up if nkernel > 0, else
- *    FUTEX_WAIT on `nap` with the value read first.  Either the signal's
+ *    give up if nkernel > 0 (KERNEL), re-check the queue, then FUTEX_WAIT
+ *    on `nap` with the value read first.  Either the signal's
  *    load of `nappers` sees the napper (it rings, or finds `napped` 1 and
  *    skips: see below) or the napper's count came after it, and so did its
  *    re-check, which sees the item.  A napper not yet in FUTEX_WAIT when it
@@ -317,6 +318,8 @@ int bell_init(struct bell *b, int epfd, uint64_t data, bool nopoll)
 	 * finish a release (FORK in obj.c). */
 	lock_init(&b->wlock);
 	lock_init(&b->dblock);
+	atomic_init(&b->nkernel, 0);
+	atomic_init(&b->ksettle, 0);
 	atomic_init(&b->set, 0);
 	atomic_init(&b->sleepers, 0);
 	atomic_init(&b->nappers, 0);
@@ -429,9 +432,11 @@ int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
 	*seq = atomic_load(&b->nap);
 	atomic_fetch_add(&b->sleepers, 1);
 	atomic_fetch_add(&b->nappers, 1);
-	/* After the count (seq_cst): against bell_watch's and
-	 * bell_polled_outside's change then bell_unnap. */
-	if (atomic_load(&b->watched) || !atomic_load(&b->nopoll)) {
+	/* After the count (seq_cst): against bell_watch's,
+	 * bell_polled_outside's and bell_kernel_add's (or _forever's) change
+	 * then bell_unnap. */
+	if (atomic_load(&b->watched) || !atomic_load(&b->nopoll) ||
+	    atomic_load(&b->nkernel) > 0) {
 		bell_nap_end(b, q, false);
 		return -1;
 	}
@@ -463,6 +468,55 @@ void bell_nap_end(struct bell *b, struct readyq *q, bool pass)
 	 * still sleeps (seq_cst: a sleeper counts itself, then looks). */
 	if (pass && !rq_empty(q) && atomic_load(&b->sleepers) > 0)
 		bell_kick(b);
+}
+
+/* nkernel's bias for bell_kernel_forever: a wait always looks at the
+ * kernel epoll. */
+#define BELL__FOREVER (1 << 24)
+
+void bell_kernel_add(struct bell *b)
+{
+	/* seq_cst RMW, then bell_unnap's load of nappers: against a napper's
+	 * count then look at nkernel (bell_nap_begin, NAP). */
+	atomic_fetch_add(&b->nkernel, 1);
+	bell_unnap(b);
+}
+
+void bell_kernel_del(struct bell *b)
+{
+	atomic_fetch_sub(&b->nkernel, 1);
+}
+
+void bell_kernel_stale(struct bell *b)
+{
+	/* Counted again before the record's uncount (bell_kernel_del): no
+	 * wait sees nkernel drop in between. */
+	atomic_fetch_add(&b->nkernel, 1);
+	atomic_fetch_add(&b->ksettle, 1);
+}
+
+void bell_kernel_forever(struct bell *b)
+{
+	if (atomic_load_explicit(&b->nkernel, memory_order_relaxed) <
+	    BELL__FOREVER / 2)
+		atomic_fetch_add(&b->nkernel, BELL__FOREVER);
+	/* The naps end (NAP). */
+	bell_unnap(b);
+}
+
+int bell_kernel_look_begin(struct bell *b)
+{
+	return atomic_load(&b->ksettle);
+}
+
+void bell_kernel_looked(struct bell *b, int stale)
+{
+	/* The call scanned the kernel's ready list after those MODs: their
+	 * records are off it (STALE in krec.c). */
+	if (stale) {
+		atomic_fetch_sub(&b->ksettle, stale);
+		atomic_fetch_sub(&b->nkernel, stale);
+	}
 }
 
 void bell_unnap(struct bell *b)
@@ -585,15 +639,15 @@ void bell_doze_end(struct bell *b, struct readyq *q)
 		bell_kick(b);
 }
 
-void bell_settle(struct bell *b, bool slept, bool fair)
+void bell_settle(struct bell *b, bool slept)
 {
 	/* After a blocking wait that slept, when no other thread sleeps
 	 * here, a ring would only make this thread's next wait return at
 	 * once (a write and an epoll_wait per event, in every ping-pong).
 	 * (seq_cst: a thread that starts sleeping counts itself, then looks
 	 * at the queue.)  NOPOLL: there is no outside poller to show them to
-	 * either, only the kernel's list to hold their place in (fair). */
-	if ((!slept && (!bell_nopoll(b) || fair)) ||
+	 * either, only the kernel's list to hold their place in. */
+	if ((!slept && (!bell_nopoll(b) || !bell_kernel_none(b))) ||
 	    atomic_load(&b->sleepers) > 0 ||
 	    atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell_kick(b);

@@ -21,6 +21,7 @@
  *       bell_settle, bell_rung, bell_lt, bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
+ *   kernel fds (krec.c, wait.c, port.c)  bell_kernel_*
  *   held from outside (port.c) bell_hold_begin/end, bell_held_edge_outside,
  *                              bell_polled_outside
  *   the instance's life        bell_init, bell_close, bell_unhold,
@@ -53,6 +54,14 @@ struct bell {
 	 * signalers, so off their line. */
 	bool xheld;
 	int xholds;
+	/* KERNEL (bell.c): the instance's kernel registrations that may fire,
+	 * never below the true number (a wait skips the kernel epoll at 0, a
+	 * NOPOLL instance naps); and the nested records a MOD made silent,
+	 * still counted in nkernel until a wait looks at the kernel epoll
+	 * (STALE in krec.c).  Read by waits, and by a NOPOLL instance's
+	 * signalers only (bell_wanted): off their line. */
+	_Atomic int nkernel;
+	_Atomic int ksettle;
 
 	/* --- touched by signalers: one line, shared with nothing else --- */
 	/* 1: the doorbell has been rung (written, or being written under
@@ -136,18 +145,19 @@ void bell__ring_idle(struct bell *b);
 
 /* Does a source's event need the doorbell?  Always, unless the instance is
  * NOPOLL: then only while a thread sleeps (or dozes, or follows in a FIFO
- * line) or another instance watches it, or when `fair`: the instance has
- * kernel fds, in whose kernel list the doorbell holds the ready queue's
- * place (FAIRNESS in wait.c; a hint, read relaxed by the caller: a
- * missed ring there only reorders, the kernel turn's own kick keeps the
- * queue from starving).  Called after the enqueue. */
-static inline bool bell_wanted(struct bell *b, bool fair)
+ * line) or another instance watches it, or when the instance has kernel
+ * fds, in whose kernel list the doorbell holds the ready queue's place
+ * (FAIRNESS in wait.c; a hint, read relaxed: a missed ring there only
+ * reorders, the kernel turn's own kick keeps the queue from starving).
+ * Called after the enqueue. */
+static inline bool bell_wanted(struct bell *b)
 {
 	/* seq_cst loads after the enqueue's fenced exchange of the queue's
 	 * tail, against a sleeper's count then re-check of the queue
 	 * (bell_sleep_begin, bell_doze_begin, bell_follow_begin) and against
 	 * bell_watch's count then prune (NOPOLL in bell.c). */
-	return !atomic_load(&b->nopoll) || fair ||
+	return !atomic_load(&b->nopoll) ||
+	       atomic_load_explicit(&b->nkernel, memory_order_relaxed) > 0 ||
 	       atomic_load(&b->sleepers) > 0 ||
 	       atomic_load(&b->watched) > 0;
 }
@@ -170,7 +180,7 @@ static inline void bell__kick_db(struct bell *b)
 /* A source's event reached the instance: ring unless rung; while watched
  * and an edge-triggered holder exists anywhere, every time (WATCHED);
  * NOPOLL: only if wanted. */
-static inline void bell_kick_edge(struct bell *b, bool fair)
+static inline void bell_kick_edge(struct bell *b)
 {
 	if (atomic_load_explicit(&b->watched, memory_order_relaxed)) {
 		/* seq_cst load after the enqueue: a level-triggered holder
@@ -182,7 +192,7 @@ static inline void bell_kick_edge(struct bell *b, bool fair)
 			bell_ring(b);
 		else
 			bell__kick_db(b);
-	} else if (bell_wanted(b, fair))
+	} else if (bell_wanted(b))
 		bell_kick(b);
 }
 
@@ -191,10 +201,10 @@ static inline void bell_kick_edge(struct bell *b, bool fair)
  * Then the signaler first looks at its item's source, and rings only if
  * it shows something (QUIET in bell.c).  seq_cst loads after the enqueue,
  * as bell_kick's. */
-static inline bool bell_would_ring(struct bell *b, bool fair)
+static inline bool bell_would_ring(struct bell *b)
 {
 	return !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
-	       bell_wanted(b, fair) &&
+	       bell_wanted(b) &&
 	       (atomic_load(&b->set) == 0 || atomic_load(&b->nappers) > 0);
 }
 
@@ -208,14 +218,14 @@ static inline void bell_dozer_event(struct bell *b, uint32_t ev, bool queued)
 }
 
 /* A coalescing source queued an item without ringing (its ring is deferred
- * to a timer, wq.h): must the timer ring?  (After the enqueue; fair: as
- * bell_wanted's; a napper is woken whatever `set` says, as bell_kick.) */
-static inline bool bell_defer(struct bell *b, bool fair)
+ * to a timer, wq.h): must the timer ring?  (After the enqueue; a napper is
+ * woken whatever `set` says, as bell_kick.) */
+static inline bool bell_defer(struct bell *b)
 {
 	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
 	       ((atomic_load(&b->set) == 0 ||
 		 atomic_load(&b->nappers) > 0) &&
-		bell_wanted(b, fair));
+		bell_wanted(b));
 }
 
 /* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts (ends the walk of
@@ -318,25 +328,58 @@ void bell_doze_begin(struct bell *b, int want, bool blind);
 void bell_doze_end(struct bell *b, struct readyq *q);
 /* A wait is about to return with items still queued: ring so that a sleeper
  * or an outside poller sees them, unless the caller slept (or the instance
- * is NOPOLL without `fair`, as bell_wanted's) and nobody else sleeps or
- * watches (its next wait finds them itself). */
-void bell_settle(struct bell *b, bool slept, bool fair);
+ * is NOPOLL without kernel fds, as bell_wanted's) and nobody else sleeps
+ * or watches (its next wait finds them itself). */
+void bell_settle(struct bell *b, bool slept);
 
 /* NAP: a sleeping wait on a NOPOLL instance that has no kernel fds, no
  * watcher and no signal mask to apply sleeps on a futex word instead of in
  * the kernel epoll.  bell_nap_begin counts the caller as a sleeper and a
  * napper, takes `napped` (never `set`) and re-checks the queue: 1 it may nap
- * (*seq: the word's value to nap on; the caller then checks that the
- * instance still has no kernel fd, and calls bell_nap_end either way; pass:
- * it leaves without collecting, EINTR or cancelled), 0
- * items are queued, -1 it must sleep in the kernel epoll (watched, or
- * NOPOLL ended); not counted then.  bell_nap sleeps (sys_futex_nap's results).  bell_unnap
+ * (*seq: the word's value to nap on; the caller calls bell_nap_end after
+ * it; pass: it leaves without collecting, EINTR or cancelled), 0 items are
+ * queued, -1 it must sleep in the kernel epoll (watched, NOPOLL ended, or a
+ * kernel fd counted); not counted then.  bell_nap sleeps (sys_futex_nap's results).  bell_unnap
  * wakes every napper (after a seq_cst RMW that makes naps wrong: a kernel
  * fd counted in nkernel, a watcher counted, a demotion begun). */
 int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq);
+/* NAP's eligibility (relaxed hints: bell_nap_begin checks again after it
+ * counts): a NOPOLL instance, not watched, no kernel fd, no signal mask to
+ * apply. */
+static inline bool bell_may_nap(struct bell *b, bool sigmask)
+{
+	return !sigmask &&
+	       atomic_load_explicit(&b->nopoll, memory_order_relaxed) &&
+	       !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
+	       atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
+}
 int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns);
 void bell_nap_end(struct bell *b, struct readyq *q, bool pass);
 void bell_unnap(struct bell *b);
+
+/*
+ * KERNEL: the count of the instance's kernel registrations that may fire
+ * (nkernel), one owner.  ctl (krec.c) counts an ADD (bell_kernel_add: then
+ * naps end, NAP) and a DEL (bell_kernel_del); a nested record a MOD makes
+ * silent stays counted until a wait has looked at the kernel epoll
+ * (bell_kernel_stale; the wait: bell_kernel_look_begin before its call,
+ * bell_kernel_looked after it); a kernel epoll whose registrations this
+ * process does not all see (a fork shares it) or that is becoming the
+ * whole instance (a demotion) is counted for good (bell_kernel_forever).
+ * bell_kernel_none: a relaxed hint for a wait's choice of path (a wait that
+ * skips the kernel epoll wrongly only looks later: never below the true
+ * number).
+ */
+void bell_kernel_add(struct bell *b);
+void bell_kernel_del(struct bell *b);
+void bell_kernel_stale(struct bell *b);
+void bell_kernel_forever(struct bell *b);
+int bell_kernel_look_begin(struct bell *b);
+void bell_kernel_looked(struct bell *b, int stale);
+static inline bool bell_kernel_none(struct bell *b)
+{
+	return atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
+}
 
 /* --- FIFO followers (turn.c): they count as sleepers --- */
 static inline void bell_follow_begin(struct bell *b)

@@ -266,12 +266,11 @@ static int krec__kctl_counted(struct port *p, int op, int r)
 {
 	/* nkernel: never below the true number of kernel registrations (a
 	 * wait skips the kernel epoll at 0). */
-	if (r == 0 && op == EPOLL_CTL_ADD) {
-		atomic_fetch_add(&p->nkernel, 1);
-		/* Its waits must sleep in the kernel epoll now (NAP). */
-		bell_unnap(&p->bell);
-	} else if (r == 0 && op == EPOLL_CTL_DEL)
-		atomic_fetch_sub(&p->nkernel, 1);
+	if (r == 0 && op == EPOLL_CTL_ADD)
+		bell_kernel_add(&p->bell); /* (its waits then sleep in the
+					      kernel epoll: NAP) */
+	else if (r == 0 && op == EPOLL_CTL_DEL)
+		bell_kernel_del(&p->bell);
 	return r;
 }
 
@@ -551,9 +550,10 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) != loud)
 		return;
 	atomic_store_explicit(&n->silent, !loud, memory_order_relaxed);
-	atomic_fetch_add(&p->nkernel, loud ? 1 : -1);
 	if (loud)
-		bell_unnap(&p->bell); /* NAP */
+		bell_kernel_add(&p->bell);
+	else
+		bell_kernel_del(&p->bell);
 	edge = loud ? edge
 		    : atomic_load_explicit(&n->edge, memory_order_relaxed);
 	atomic_store_explicit(&n->edge, loud && edge, memory_order_relaxed);
@@ -593,12 +593,8 @@ static void krec__nest_settle(struct port *p, struct krec *n,
 			      struct port *inner, uint32_t events)
 {
 	if (krec__silent(events)) {
-		if (!atomic_load_explicit(&n->silent, memory_order_relaxed)) {
-			/* Counted again before nest_loud uncounts it: no
-			 * wait sees nkernel drop in between. */
-			atomic_fetch_add(&p->nkernel, 1);
-			atomic_fetch_add(&p->ksettle, 1);
-		}
+		if (!atomic_load_explicit(&n->silent, memory_order_relaxed))
+			bell_kernel_stale(&p->bell);
 		krec__nest_loud(p, n, inner, false, false);
 	} else if (!(events & EPOLLET)) {
 		krec__nest_edge(n, false);

@@ -63,8 +63,9 @@ struct krec {
 /* What krec_of found for an event's data. */
 #define KREC_STALE ((struct krec *)1)
 
-/* The kernel ctl of a registration in p's kernel epoll, and p->nkernel kept
- * with it: every kernel-side ADD and DEL of the instance goes through it. */
+/* The kernel ctl of a registration in p's kernel epoll, and the bell's
+ * nkernel kept with it (KERNEL in bell.c): every kernel-side ADD and DEL of
+ * the instance goes through it. */
 int krec_kctl(struct port *p, int op, int fd, struct epoll_event *ev);
 /* The same ADD of file under number num, which holds another file now
  * (sys_epoll_ctl_keyed: the kernel's key is (file, num)). */

@@ -69,11 +69,6 @@ struct bell *port_bell(struct port *p)
 	return &p->bell;
 }
 
-/* nkernel's bias for a kernel epoll whose registrations this process does
- * not all see (fork_prepare) or that is being made the whole instance
- * (DEMOTE): a wait always looks at it. */
-#define PORT__SHARED_NKERNEL (1 << 24)
-
 /* Incarnations of instances (port->gen). */
 static _Atomic uint64_t port__gens;
 
@@ -108,8 +103,6 @@ int port_create(int flags, unsigned int uflags)
 	 * child may finish a release (FORK in obj.c). */
 	lock_init(&p->mtx);
 	list_init(&p->items);
-	atomic_init(&p->nkernel, 0);
-	atomic_init(&p->ksettle, 0);
 	atomic_init(&p->nuser, 0);
 	atomic_init(&p->side, 0);
 	atomic_init(&p->kfull, false);
@@ -135,14 +128,6 @@ err:
 	sys_close(fd);
 	uobj_free(o);
 	return r;
-}
-
-/* The doorbell holds the ready queue's place in the kernel's list of an
- * instance with kernel fds (FAIRNESS in wait.c): a NOPOLL instance rings
- * for it too (bell_wanted).  A hint: relaxed. */
-static bool port__fair(struct port *p)
-{
-	return atomic_load_explicit(&p->nkernel, memory_order_relaxed) > 0;
 }
 
 bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
@@ -175,12 +160,12 @@ bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
 		 * whose source shows nothing any more (a reader took the
 		 * counter since this change's CAS, or a write of 0) is not
 		 * made; the item stays queued, in its place. */
-		if (!bell_would_ring(&p->bell, port__fair(p)) ||
+		if (!bell_would_ring(&p->bell) ||
 		    (item_poll(it) & ev & ~UEP_PRIVATE_BITS))
-			bell_kick_edge(&p->bell, port__fair(p));
+			bell_kick_edge(&p->bell);
 	} else {
 		spin_deferred(&p->spin);
-		if (bell_defer(&p->bell, port__fair(p)))
+		if (bell_defer(&p->bell))
 			*deferred = true;
 	}
 	/* A watched instance must not stay readable for an event that did not
@@ -203,7 +188,7 @@ void port_item_kick(struct item *it)
 	 * it, so nobody sleeps on it. */
 	if (atomic_load(&it->state) != ITEM_QUEUED)
 		return;
-	bell_kick_edge(&p->bell, port__fair(p));
+	bell_kick_edge(&p->bell);
 	/* As in port_item_signal: a watched instance's fd stays exact. */
 	if ((bell_watched(&p->bell) ||
 	     atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
@@ -230,8 +215,8 @@ static void port__queue_if_ready(struct port *p, struct item *it,
 
 		bell_dozer_event(&p->bell, events, queued);
 		if (queued)
-			bell_kick_edge(&p->bell, port__fair(p));
-		else if (bell_wanted(&p->bell, port__fair(p)))
+			bell_kick_edge(&p->bell);
+		else if (bell_wanted(&p->bell))
 			bell_kick(&p->bell);
 	}
 }
@@ -798,11 +783,9 @@ int port_demote(struct port *p)
 
 	if (!atomic_compare_exchange_strong(&p->demote, &s, PORT_DEMOTING))
 		return port__demote_wait(p) ? 0 : port_demote(p);
-	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <
-	    PORT__SHARED_NKERNEL / 2)
-		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
-	/* Waits asleep on the futex word go to the kernel epoll (NAP). */
-	bell_unnap(&p->bell);
+	/* Waits look at the kernel epoll from now on; those asleep on the
+	 * futex word go there (NAP). */
+	bell_kernel_forever(&p->bell);
 	lock_take(&p->mtx);
 	list_for_each(l, &p->items)
 		cap++;
@@ -1014,11 +997,8 @@ static void port__fork_prepare(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
-	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <
-	    PORT__SHARED_NKERNEL / 2)
-		atomic_fetch_add(&p->nkernel, PORT__SHARED_NKERNEL);
 	/* The other process's ctl cannot end our naps (NAP in bell.c). */
-	bell_unnap(&p->bell);
+	bell_kernel_forever(&p->bell);
 	/* Nor can we see it register this instance edge-triggered anywhere:
 	 * watched instances ring on every event from now on (WATCHED). */
 	bell_held_edge_outside(&p->bell);

@@ -26,12 +26,6 @@ struct port {
 	/* Serialises ctl, source removal and release; protects `items`. */
 	pthread_mutex_t mtx;
 	struct list items;
-	/* Kernel fds registered (never below the true number). */
-	_Atomic int nkernel;
-	/* Nested records made silent by a MOD since the last look at the
-	 * kernel epoll, still counted in nkernel until a wait looks (STALE in
-	 * krec.c; wait__kernel settles them). */
-	_Atomic int ksettle;
 	/* Userspace sources registered: the items on `items` (written under
 	 * mtx, read relaxed by waits: a hint of which path to take, KERNEL
 	 * COST in wait.c). */

@@ -102,7 +102,7 @@ static int wait__kernel(struct port *p, struct epoll_event *evs, int max,
 	struct krec *n;
 	int r, i, end, k = 0, want = max, dropped;
 	/* STALE in krec.c: silent records this look settles. */
-	int settle = atomic_load(&p->ksettle);
+	int settle = bell_kernel_look_begin(&p->bell);
 	bool retried = false, recs;
 
 	*db = false;
@@ -115,10 +115,7 @@ again:
 		r = sys_epoll_sleep(p->obj.kfd, evs + k, want, timeout,
 				    sigmask);
 	if (unlikely(settle) && r >= 0) {
-		/* The call scanned the kernel's ready list after those MODs:
-		 * their records are off it (STALE). */
-		atomic_fetch_sub(&p->ksettle, settle);
-		atomic_fetch_sub(&p->nkernel, settle);
+		bell_kernel_looked(&p->bell, settle);
 		settle = 0;
 	}
 	if (r <= 0)
@@ -197,7 +194,7 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 	int n = 0, r, want, kcalls = 0;
 	bool db, full, kmore = true;
 
-	if (atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0)
+	if (bell_kernel_none(&p->bell))
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
 	/* A doorbell with nothing ready behind it would only take a slot of
 	 * the kernel's batch: clear it first (a system call, but this wait
@@ -275,9 +272,7 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 	if (!rq_empty(&p->rq)) {
 		/* Items left (beyond maxevents, or level-triggered ones put
 		 * back): a sleeper or an outside poller must see them. */
-		bell_settle(&p->bell, slept,
-			    atomic_load_explicit(&p->nkernel,
-						 memory_order_relaxed) > 0);
+		bell_settle(&p->bell, slept);
 		return;
 	}
 	/* Nothing left: a stale doorbell goes (a poll; an instance a kernel
@@ -314,15 +309,6 @@ static void wait__unnap(void *arg)
 	bell_nap_end(&p->bell, &p->rq, true);
 }
 
-/* NAP in bell.c: may this sleep be on the futex word rather than in the
- * kernel epoll?  (Relaxed hints: bell_nap_begin and the caller check again
- * after counting.) */
-static bool wait__may_nap(struct port *p, const sigset_t *sigmask)
-{
-	return !sigmask && bell_nopoll(&p->bell) && !bell_watched(&p->bell) &&
-	       atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0;
-}
-
 /* The nap (NAP): 1 it napped (*r: 0 or -EINTR), 0 items are queued, -1 the
  * instance needs the kernel epoll after all. */
 static int wait__nap(struct port *p, int64_t until, int *r)
@@ -332,12 +318,6 @@ static int wait__nap(struct port *p, int64_t until, int *r)
 
 	if (k <= 0)
 		return k;
-	/* seq_cst, after the count: against a kernel fd's count then
-	 * bell_unnap (krec_kctl, port_demote). */
-	if (atomic_load(&p->nkernel) > 0) {
-		bell_nap_end(&p->bell, &p->rq, false);
-		return -1;
-	}
 	pthread_cleanup_push(wait__unnap, p);
 	k = bell_nap(&p->bell, seq, until);
 	pthread_cleanup_pop(0);
@@ -359,7 +339,7 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
 	    spin_wait(&p->spin, wait__ready, p, until))
 		return false;
-	if (wait__may_nap(p, sigmask)) {
+	if (bell_may_nap(&p->bell, sigmask != NULL)) {
 		switch (wait__nap(p, until, r)) {
 		case 0:
 			return false;
@@ -397,7 +377,7 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 static bool wait__direct(struct port *p, int64_t deadline)
 {
 	if (deadline == 0 ||
-	    atomic_load_explicit(&p->nkernel, memory_order_relaxed) <= 0 ||
+	    bell_kernel_none(&p->bell) ||
 	    !rq_empty(&p->rq))
 		return false;
 	return atomic_load_explicit(&p->nuser, memory_order_relaxed) <= 0 ||
