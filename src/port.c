@@ -770,51 +770,60 @@ void port_carry_end(struct port *p, struct port_carry *c)
 	c->n = 0;
 }
 
-int port_demote(struct port *p)
-{
-	struct port__moved *v = NULL;
-	struct unpend *sus = NULL;
-	_Atomic int *probes = NULL;
-	int *tmps = NULL;
-	struct list *l;
-	struct item *it;
-	size_t n = 0, cap = 0, nsus = 0, scap;
-	int s = PORT_LIVE, r = 0, e;
+/* A demotion's work (port_demote): what it moves, and UNPEND's
+ * registrations to settle (room for a record or an item each). */
+struct port__demotion {
+	struct port__moved *v;
+	size_t n;
+	struct unpend *sus;
+	_Atomic int *probes;
+	int *tmps;
+	size_t nsus;
+	int r;
+};
 
-	if (!atomic_compare_exchange_strong(&p->demote, &s, PORT_DEMOTING))
-		return port__demote_wait(p) ? 0 : port_demote(p);
-	/* Waits look at the kernel epoll from now on; those asleep on the
-	 * futex word go there (NAP). */
-	bell_kernel_forever(&p->bell);
-	lock_take(&p->mtx);
+static void port__demotion_free(struct port__demotion *d)
+{
+	free(d->v);
+	free(d->tmps);
+	free(d->sus);
+	free(d->probes);
+}
+
+/* mtx held: the room (-ENOMEM: none taken). */
+static int port__demotion_alloc(struct port *p, struct port__demotion *d)
+{
+	size_t cap = 0, scap;
+	struct list *l;
+
 	list_for_each(l, &p->items)
 		cap++;
-	/* UNPEND: room for a record or an item each. */
 	scap = cap + krec_count(p);
-	if ((cap && !(v = malloc(cap * sizeof(*v)))) ||
-	    !(tmps = malloc((scap - cap + 1) * sizeof(*tmps))) ||
-	    (scap && (!(sus = malloc(scap * sizeof(*sus))) ||
-		      !(probes = malloc(scap * sizeof(*probes)))))) {
-		free(v);
-		free(tmps);
-		free(sus);
-		free(probes);
-		lock_drop(&p->mtx);
-		atomic_store_explicit(&p->demote, PORT_LIVE,
-				      memory_order_release);
-		sys_futex_wake_all(&p->demote);
+	if ((cap && !(d->v = malloc(cap * sizeof(*d->v)))) ||
+	    !(d->tmps = malloc((scap - cap + 1) * sizeof(*d->tmps))) ||
+	    (scap && (!(d->sus = malloc(scap * sizeof(*d->sus))) ||
+		      !(d->probes = malloc(scap * sizeof(*d->probes)))))) {
+		port__demotion_free(d);
 		return -ENOMEM;
 	}
-	/* First what each item is, with a reference to its source (one at
-	 * no reference is being released: its last number is closed, and its
-	 * registrations go with it).  Its mask for the probe only: a MOD of
-	 * a ueventfd's item runs under its source's lock, not mtx, so the
-	 * mask and data the registration gets are read once it is unlinked. */
+	return 0;
+}
+
+/* mtx held: what each item is, with a reference to its source (one at no
+ * reference is being released: its last number is closed, and its
+ * registrations go with it).  Its mask for the probe only: a MOD of a
+ * ueventfd's item runs under its source's lock, not mtx, so the mask and
+ * data the registration gets are read once it is unlinked. */
+static void port__demotion_collect(struct port *p, struct port__demotion *d)
+{
+	struct list *l;
+
 	list_for_each(l, &p->items) {
-		it = container_of(l, struct item, portlink);
+		struct item *it = container_of(l, struct item, portlink);
+
 		if (!uobj_tryget(it->src))
 			continue;
-		v[n] = (struct port__moved){
+		d->v[d->n++] = (struct port__moved){
 			.src = it->src,
 			.fd = it->fd,
 			.it = it,
@@ -823,49 +832,132 @@ int port_demote(struct port *p)
 						    memory_order_relaxed) &
 			       ~(EPOLLROUNDROBIN | EPOLLURGENT),
 		};
-		n++;
 	}
-	/* UNPEND: an edge-triggered item's probe before it leaves the ready
-	 * queue's sight, its source's fd exact and making an edge of every
-	 * write (kedge) from then on: an edge after it is the probe's or the
-	 * item's (then queued: not taken).  Outside mtx (a sync takes the
-	 * source's locks); ctl waits meanwhile (DEMOTING), and a source's
-	 * close may take its item (then not moved). */
-	lock_drop(&p->mtx);
-	for (size_t i = 0; i < n; i++) {
-		if (!(v[i].pev & EPOLLET))
-			continue;
-		uefd_kedge(uefd_of(v[i].src));
-		uefd_watched_outside(uefd_of(v[i].src));
-		v[i].probe = unpend_probe(v[i].src->kfd, v[i].pev);
-	}
-	lock_take(&p->mtx);
-	while (!list_empty(&p->items)) {
-		struct port__moved *m = NULL;
-		struct wq *q;
+}
 
-		it = container_of(p->items.next, struct item, portlink);
-		q = uefd_wq(uefd_of(it->src));
+/* UNPEND: an edge-triggered item's probe before it leaves the ready queue's
+ * sight, its source's fd exact and making an edge of every write (kedge)
+ * from then on: an edge after it is the probe's or the item's (then
+ * queued: not taken).  Outside mtx (a sync takes the source's locks); ctl
+ * waits meanwhile (DEMOTING), and a source's close may take its item (then
+ * not moved). */
+static void port__demotion_probe(struct port__demotion *d)
+{
+	for (size_t i = 0; i < d->n; i++) {
+		if (!(d->v[i].pev & EPOLLET))
+			continue;
+		uefd_kedge(uefd_of(d->v[i].src));
+		uefd_watched_outside(uefd_of(d->v[i].src));
+		d->v[i].probe = unpend_probe(d->v[i].src->kfd, d->v[i].pev);
+	}
+}
+
+/* mtx held: every item leaves the instance; a collected one is moved, with
+ * the mask and data it has now (unlinked: no MOD reaches it any more). */
+static void port__demotion_take(struct port *p, struct port__demotion *d)
+{
+	while (!list_empty(&p->items)) {
+		struct item *it = container_of(p->items.next, struct item,
+					       portlink);
+		struct wq *q = uefd_wq(uefd_of(it->src));
+		struct port__moved *m = NULL;
+
 		lock_take(&q->lock);
 		wq_unlink(q, it);
 		lock_drop(&q->lock);
-		for (size_t i = 0; i < n && !m; i++)
-			if (v[i].it == it && !v[i].moved)
-				m = &v[i];
-		if (m) {
-			/* Unlinked: no MOD reaches it any more. */
-			m->ev.events = atomic_load_explicit(&it->events,
-							    memory_order_relaxed) &
-				       ~(EPOLLROUNDROBIN | EPOLLURGENT);
-			m->ev.data.u64 = it->data;
-			m->moved = true;
-			m->taken = !port__free_item(p, it) &&
-				   (m->ev.events & EPOLLET);
-		} else {
+		for (size_t i = 0; i < d->n && !m; i++)
+			if (d->v[i].it == it && !d->v[i].moved)
+				m = &d->v[i];
+		if (!m) {
 			port__free_item(p, it);
+			continue;
 		}
+		m->ev.events = atomic_load_explicit(&it->events,
+						    memory_order_relaxed) &
+			       ~(EPOLLROUNDROBIN | EPOLLURGENT);
+		m->ev.data.u64 = it->data;
+		m->moved = true;
+		m->taken = !port__free_item(p, it) && (m->ev.events & EPOLLET);
 	}
-	nsus = krec_demote(p, sus, probes, tmps);
+}
+
+/* A moved item becomes a registration of its source's fd in the kernel
+ * epoll (mtx not held), under the item's number (keyed) if it holds
+ * another file now. */
+static void port__demotion_add(struct port *p, struct port__demotion *d,
+			       struct port__moved *m)
+{
+	int fd, num, e;
+	bool keyed;
+
+	if (!m->moved) {
+		if (m->probe >= 0)
+			fdzone_close(m->probe);
+		uobj_put(m->src);
+		return;
+	}
+	if (uefd_of(m->src)) {
+		/* Every write an edge in the kernel from now on, not only for
+		 * an edge-triggered registration: a holder of this instance,
+		 * now the kernel epoll, may hold it EPOLLET (a nesting, a
+		 * kernel epoll, another process that got it over a UNIX
+		 * socket: helper-26's scm_et_nested), and gets an edge per
+		 * event of each registration, as the kernel's nested wakeups
+		 * give. */
+		uefd_kedge(uefd_of(m->src));
+		uefd_watched_outside(uefd_of(m->src));
+	}
+	fd = uobj_key_number(m->src, m->fd, &m->tmp);
+	keyed = port__keyed(m->src, m->fd, fd, &m->ev);
+	num = m->fd;
+	m->fd = fd; /* its copy, if tmp, closed after the settle */
+	/* UNPEND: its probe before the ADD, which would report the edge
+	 * taken again (settled below); not under a number that holds another
+	 * file (the settle could not queue it again). */
+	if (!keyed && m->taken && m->probe >= 0 && m->ev.events == m->pev &&
+	    (sys_poll_now(m->src->kfd, (short)(m->ev.events & 0xffff)) &
+	     (short)(m->ev.events & 0xffff))) {
+		atomic_store_explicit(&d->probes[d->nsus], m->probe,
+				      memory_order_relaxed);
+		m->probe = -1;
+		d->sus[d->nsus] = (struct unpend){ .fd = fd,
+						   .data = m->ev.data.u64,
+						   .probe = &d->probes[d->nsus] };
+		d->nsus++;
+	}
+	if (m->probe >= 0)
+		fdzone_close(m->probe);
+	e = keyed ? krec_kadd_keyed(p, num, fd, &m->ev)
+		  : krec_kctl(p, EPOLL_CTL_ADD, fd, &m->ev);
+	if (e < 0 && !d->r)
+		d->r = e;
+	uobj_put(m->src);
+}
+
+int port_demote(struct port *p)
+{
+	struct port__demotion d = { 0 };
+	int s = PORT_LIVE;
+
+	if (!atomic_compare_exchange_strong(&p->demote, &s, PORT_DEMOTING))
+		return port__demote_wait(p) ? 0 : port_demote(p);
+	/* Waits look at the kernel epoll from now on; those asleep on the
+	 * futex word go there (NAP). */
+	bell_kernel_forever(&p->bell);
+	lock_take(&p->mtx);
+	if (port__demotion_alloc(p, &d) < 0) {
+		lock_drop(&p->mtx);
+		atomic_store_explicit(&p->demote, PORT_LIVE,
+				      memory_order_release);
+		sys_futex_wake_all(&p->demote);
+		return -ENOMEM;
+	}
+	port__demotion_collect(p, &d);
+	lock_drop(&p->mtx);
+	port__demotion_probe(&d);
+	lock_take(&p->mtx);
+	port__demotion_take(p, &d);
+	d.nsus = krec_demote(p, d.sus, d.probes, d.tmps);
 	/* FORKED: the doorbell is the parent's too, which its waits need
 	 * for the items it makes from then on (a child's io_uring must not
 	 * stop them). */
@@ -873,75 +965,26 @@ int port_demote(struct port *p)
 		(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL,
 				    bell_fd(&p->bell), NULL);
 	lock_drop(&p->mtx);
-	for (size_t i = 0; i < n; i++) {
-		int fd, num;
-		bool keyed;
-
-		if (!v[i].moved) {
-			if (v[i].probe >= 0)
-				fdzone_close(v[i].probe);
-			uobj_put(v[i].src);
-			continue;
-		}
-		if (uefd_of(v[i].src)) {
-			/* Every write an edge in the kernel from now on, not
-			 * only for an edge-triggered registration: a holder of
-			 * this instance, now the kernel epoll, may hold it
-			 * EPOLLET (a nesting, a kernel epoll, another process
-			 * that got it over a UNIX socket: helper-26's
-			 * scm_et_nested), and gets an edge per event of each
-			 * registration, as the kernel's nested wakeups give. */
-			uefd_kedge(uefd_of(v[i].src));
-			uefd_watched_outside(uefd_of(v[i].src));
-		}
-		fd = uobj_key_number(v[i].src, v[i].fd, &v[i].tmp);
-		keyed = port__keyed(v[i].src, v[i].fd, fd, &v[i].ev);
-		num = v[i].fd;
-		v[i].fd = fd; /* its copy, if tmp, closed after the settle */
-		/* UNPEND: its probe before the ADD, which would report the
-		 * edge taken again (settled below); not under a number that
-		 * holds another file (the settle could not queue it again). */
-		if (!keyed && v[i].taken && v[i].probe >= 0 &&
-		    v[i].ev.events == v[i].pev &&
-		    (sys_poll_now(v[i].src->kfd, (short)(v[i].ev.events & 0xffff)) &
-		     (short)(v[i].ev.events & 0xffff))) {
-			atomic_store_explicit(&probes[nsus], v[i].probe,
-					      memory_order_relaxed);
-			v[i].probe = -1;
-			sus[nsus] = (struct unpend){ .fd = fd,
-						     .data = v[i].ev.data.u64,
-						     .probe = &probes[nsus] };
-			nsus++;
-		}
-		if (v[i].probe >= 0)
-			fdzone_close(v[i].probe);
-		e = keyed ? krec_kadd_keyed(p, num, fd, &v[i].ev)
-			  : krec_kctl(p, EPOLL_CTL_ADD, fd, &v[i].ev);
-		if (e < 0 && !r)
-			r = e;
-		uobj_put(v[i].src);
-	}
-	if (nsus) {
+	for (size_t i = 0; i < d.n; i++)
+		port__demotion_add(p, &d, &d.v[i]);
+	if (d.nsus) {
 		/* Every ctl waits (DEMOTING; a plain one for mtx). */
 		lock_take(&p->mtx);
-		unpend_settle(p->obj.kfd, sus, nsus);
+		unpend_settle(p->obj.kfd, d.sus, d.nsus);
 		lock_drop(&p->mtx);
 	}
 	/* The copies stood for their numbers until the settle was done with
 	 * them (its MODs go through the registration's number). */
-	for (size_t i = 0; i < n; i++)
-		if (v[i].moved)
-			uobj_key_done(v[i].fd, v[i].tmp);
-	for (size_t i = 0; tmps[i] >= 0; i++)
-		fdzone_close(tmps[i]);
-	free(tmps);
-	free(sus);
-	free(probes);
-	free(v);
+	for (size_t i = 0; i < d.n; i++)
+		if (d.v[i].moved)
+			uobj_key_done(d.v[i].fd, d.v[i].tmp);
+	for (size_t i = 0; d.tmps[i] >= 0; i++)
+		fdzone_close(d.tmps[i]);
+	port__demotion_free(&d);
 	atomic_store_explicit(&p->demote, PORT_DEMOTED, memory_order_release);
 	sys_futex_wake_all(&p->demote);
 	uobj_unpublish_all(&p->obj);
-	return r;
+	return d.r;
 }
 
 /* The last reference is gone.  Idempotent up to uobj_free (FORK in
