@@ -926,41 +926,6 @@ static size_t krec__demote_unpend(struct port *p, struct unpend *v,
 	return k;
 }
 
-/* DEMOTE: the number through which a nested instance's registration,
- * made through fd, is reached now (mtx held), or -1.  The kernel's key is
- * (file, fd): a MOD through fd reaches whatever file fd holds now, and
- * rewrites that file's registration if fd holds another (F21 in
- * docs/reliability.md: a pipe dup'ed onto a closed instance's number and
- * ADDed).  So -1 if the instance was released undemoted (its last number
- * closed: the kernel dropped the registration); if it lives undemoted,
- * uobj_key_number's answer: fd if it is still its file, a copy of its file
- * placed at fd if the program closed fd and it is free (*tmp), else its
- * private number, through which the MOD finds nothing (the registration
- * stays as it is, out of the program's reach as natively it is out of
- * reach of its ctl).  An instance being or having been demoted, or one
- * whose memory a later instance has (krec__is), left the library's sight
- * with its file open: fd, as it was before. */
-static int krec__nest_number(struct krec *n, int fd, bool *tmp)
-{
-	/* acquire: pairs with krec__nest_add's release store of inner (the
-	 * generation stored before it). */
-	struct port *in = atomic_load_explicit(&n->inner, memory_order_acquire);
-
-	*tmp = false;
-	if (!in || !krec__is(n, in) ||
-	    atomic_load_explicit(&in->demote, memory_order_relaxed) !=
-		    PORT_LIVE)
-		return fd;
-	/* No reference taken: its put could be the last, whose release takes
-	 * in's mtx under ours (krec_release).  One released concurrently may
-	 * have closed its kfd, whose number may then hold something else:
-	 * then not the file registered under fd, whose registration goes
-	 * with its file anyway. */
-	if (!atomic_load_explicit(&in->obj.refs, memory_order_relaxed))
-		return -1;
-	return uobj_key_number(&in->obj, fd, tmp);
-}
-
 /* The number through which a record's registration (made through fd) is
  * reached now: fd if it still holds the registered file (kcmp); else, if
  * the program holds the file under another number and fd is free, a copy
@@ -1000,61 +965,100 @@ static int krec__listed(const struct unpend_reg *regs, int n, int fd,
 	return -1;
 }
 
+/* krec_demote's first pass, for record n (registered through fd): the
+ * number that reaches its registration now (krec__reach: a copy placed at
+ * fd if the program closed it, noted in tmps[*t]), or -1 if fdinfo no
+ * longer lists the registration (its file was closed, and the number may
+ * hold another one registered since, which a MOD through it would rewrite:
+ * pfuzz's seed 808024608, F21): the record is dropped. */
+static int krec__demote_number(struct port *p, struct krec *n, int fd,
+			       const struct unpend_reg *regs, int nregs,
+			       int *tmps, size_t *t)
+{
+	int li = nregs >= 0 ? krec__listed(regs, nregs, fd, krec__data(n)) : -1;
+	bool tmp = false;
+
+	if (nregs >= 0 && li < 0) {
+		if (atomic_load_explicit(&n->inner, memory_order_relaxed))
+			krec__free(n); /* still watched: krec.h */
+		else
+			krec__fd_drop(p, n);
+		return -1;
+	}
+	/* Which of the files registered under its number is its own: the
+	 * program may have given the number to another it registered too
+	 * (pfuzz's seed 830006038: the first one kcmp named, the wrong one's
+	 * registration got its data). */
+	fd = krec__reach(p, fd, li >= 0 ? unpend_toff(regs, li) : 0, &tmp);
+	/* A copy placed at fd: closed by the caller after its settle, which
+	 * may give the registration back through fd. */
+	if (tmp)
+		tmps[(*t)++] = fd;
+	return fd;
+}
+
+/* krec_demote's second pass: record n's registration, reached through fd,
+ * becomes the program's own (its data, its events; a one-shot one that
+ * fired only its flags), and the record goes. */
+static void krec__demote_one(struct port *p, struct krec *n, int fd,
+			     const struct unpend_reg *regs, int nregs)
+{
+	uint32_t kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
+	bool off = atomic_load_explicit(&n->disarmed, memory_order_relaxed);
+	int key = atomic_load_explicit(&n->fd, memory_order_relaxed);
+	struct epoll_event ev;
+
+	/* A one-shot one another process's wait fired (the epoll is shared
+	 * since a fork): its harvest's disarmed is that process's; the
+	 * kernel's events say. */
+	for (int j = 0; !off && (kreg & EPOLLONESHOT) && j < nregs; j++)
+		if (regs[j].data == krec__data(n) &&
+		    !(regs[j].events & ~UEP_PRIVATE_BITS))
+			off = true;
+	ev.events = off ? kreg & UEP_PRIVATE_BITS : kreg;
+	ev.data.u64 = atomic_load_explicit(&n->data, memory_order_relaxed);
+	/* An exclusive registration cannot be modified: made again (the ADD
+	 * polls the fd, so a readiness of the moment between is reported).  A
+	 * failure means the fd was closed: the kernel dropped the
+	 * registration already. */
+	if (fd != key && !(kreg & EPOLLEXCLUSIVE)) {
+		/* Registered through key, a number that holds another file now
+		 * (fd: a number of the registered one): the MOD under the
+		 * registration's own key. */
+		(void)sys_epoll_ctl_keyed(p->obj.kfd, EPOLL_CTL_MOD, key, fd,
+					  &ev);
+	} else if (kreg & EPOLLEXCLUSIVE) {
+		if (krec_kctl(p, EPOLL_CTL_DEL, fd, NULL) == 0)
+			(void)krec_kctl(p, EPOLL_CTL_ADD, fd, &ev);
+	} else {
+		(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &ev);
+	}
+	/* Events the kernel gave with the record's data before this are
+	 * dropped as stale by the harvest that has them: the kernel queued
+	 * the registration again if it was ready. */
+	if (atomic_load_explicit(&n->inner, memory_order_relaxed))
+		krec__free(n); /* still watched: see krec.h */
+	else
+		krec__fd_drop(p, n);
+}
+
 size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 		   int *tmps)
 {
-	struct epoll_event ev;
 	struct krec *n;
-	uint32_t kreg;
 	size_t k, t = 0, i = 0, cnt = krec_count(p);
 	struct unpend_reg *regs = NULL;
-	int fd, key, li, nregs = unpend_regs(p->obj.kfd, &regs);
+	int fd, nregs = unpend_regs(p->obj.kfd, &regs);
 	int *nums = malloc((cnt ? cnt : 1) * sizeof(*nums));
-	bool tmp, off;
 
-	/* First the number that reaches each registration (a copy placed at
-	 * a number the program closed: krec__reach), before UNPEND's first
-	 * harvest, which must be able to give every report back. */
+	/* First the number that reaches each registration, before UNPEND's
+	 * first harvest, which must be able to give every report back. */
 	for (n = atomic_load_explicit(&p->krecs, memory_order_acquire); n;
 	     n = n->next, i++) {
 		fd = atomic_load_explicit(&n->fd, memory_order_relaxed);
-		if (nums)
-			nums[i] = -1;
-		if (fd < 0)
-			continue;
-		/* Its registration is gone (the file was closed, and the
-		 * number may hold another one registered since, which a MOD
-		 * through it would rewrite: pfuzz's seed 808024608): the
-		 * kernel's list (fdinfo) no longer has it with its data. */
-		li = nregs >= 0 ? krec__listed(regs, nregs, fd, krec__data(n))
-				: -1;
-		if (nregs >= 0 && li < 0) {
-			if (atomic_load_explicit(&n->inner,
-						 memory_order_relaxed))
-				krec__free(n); /* still watched: krec.h */
-			else
-				krec__fd_drop(p, n);
-			continue;
-		}
-		tmp = false;
-		key = fd;
-		if (atomic_load_explicit(&n->inner, memory_order_relaxed) &&
-		    (fd = krec__nest_number(n, fd, &tmp)) < 0) {
-			krec__free(n); /* still watched, if it was: krec.h */
-			continue;
-		}
-		/* Which of the files registered under its number is its own:
-		 * the program may have given the number to another it
-		 * registered too (pfuzz's seed 830006038: the first one kcmp
-		 * named, the wrong one's registration got its data). */
-		fd = krec__reach(p, fd, fd == key && li >= 0
-						? unpend_toff(regs, li)
-						: 0,
-				 &tmp);
-		/* A copy placed at fd: closed by the caller after its settle,
-		 * which may give the registration back through fd. */
-		if (tmp)
-			tmps[t++] = fd;
+		if (fd >= 0)
+			fd = krec__demote_number(p, n, fd, regs, nregs, tmps,
+						 &t);
 		if (nums)
 			nums[i] = fd;
 	}
@@ -1065,45 +1069,9 @@ size_t krec_demote(struct port *p, struct unpend *v, _Atomic int *probes,
 	     n = n->next, i++) {
 		fd = nums ? nums[i] : atomic_load_explicit(&n->fd,
 							   memory_order_relaxed);
-		if (fd < 0 || atomic_load_explicit(&n->fd,
-						   memory_order_relaxed) < 0)
-			continue;
-		kreg = atomic_load_explicit(&n->kreg, memory_order_relaxed);
-		off = atomic_load_explicit(&n->disarmed, memory_order_relaxed);
-		/* A one-shot one another process's wait fired (the epoll is
-		 * shared since a fork): its harvest's disarmed is that
-		 * process's; the kernel's events say. */
-		for (int j = 0; !off && (kreg & EPOLLONESHOT) && j < nregs; j++)
-			if (regs[j].data == krec__data(n) &&
-			    !(regs[j].events & ~UEP_PRIVATE_BITS))
-				off = true;
-		ev.events = off ? kreg & UEP_PRIVATE_BITS : kreg;
-		ev.data.u64 = atomic_load_explicit(&n->data,
-						   memory_order_relaxed);
-		/* An exclusive registration cannot be modified: made again
-		 * (the ADD polls the fd, so a readiness of the moment between
-		 * is reported).  A failure means the fd was closed: the
-		 * kernel dropped the registration already. */
-		key = atomic_load_explicit(&n->fd, memory_order_relaxed);
-		if (fd != key && !(kreg & EPOLLEXCLUSIVE)) {
-			/* Registered through key, a number that holds another
-			 * file now (fd: a number of the registered one): the
-			 * MOD under the registration's own key. */
-			(void)sys_epoll_ctl_keyed(p->obj.kfd, EPOLL_CTL_MOD,
-						  key, fd, &ev);
-		} else if (kreg & EPOLLEXCLUSIVE) {
-			if (krec_kctl(p, EPOLL_CTL_DEL, fd, NULL) == 0)
-				(void)krec_kctl(p, EPOLL_CTL_ADD, fd, &ev);
-		} else {
-			(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_MOD, fd, &ev);
-		}
-		/* Events the kernel gave with the record's data before this
-		 * are dropped as stale by the harvest that has them: the
-		 * kernel queued the registration again if it was ready. */
-		if (atomic_load_explicit(&n->inner, memory_order_relaxed))
-			krec__free(n); /* still watched: see krec.h */
-		else
-			krec__fd_drop(p, n);
+		if (fd >= 0 &&
+		    atomic_load_explicit(&n->fd, memory_order_relaxed) >= 0)
+			krec__demote_one(p, n, fd, regs, nregs);
 	}
 	free(nums);
 	free(regs);

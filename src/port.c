@@ -694,14 +694,13 @@ static int port__take_source(struct wq *q, struct uobj *src)
  * counted as watched for good (its fd is in a kernel epoll now).  What
  * cannot be carried: that wait's report, a one-shot one that fires during
  * the demotion may fire once more, and the batching policy, FIFO wakeups
- * and round robin end (the kernel's wakeups are LIFO and exclusive); a
- * nested instance's registration made through a number the program has
- * closed since, while the instance lives on through another and the number
- * holds another file now, keeps the record's data, which the kernel no
- * longer lets us name (krec__nest_number: no MOD through such a number,
- * F21, nor through the number of an instance released undemoted).  An
- * exec's demotion demotes the ueventfds before the instances
- * (obj__demote_all).
+ * and round robin end (the kernel's wakeups are LIFO and exclusive).  A
+ * record's registration made through a number the program has closed
+ * since is reached through a number of its file, and MODded under its own
+ * key if the number holds another file now (krec__reach,
+ * sys_epoll_ctl_keyed: F19, F21); one whose file is gone is dropped
+ * (fdinfo no longer lists it).  An exec's demotion demotes the ueventfds
+ * before the instances (obj__demote_all).
  */
 struct port__moved {
 	struct uobj *src;
