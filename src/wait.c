@@ -90,6 +90,60 @@ static bool wait__merge(struct wait__kctx *kc, struct epoll_event *at,
 	return false;
 }
 
+/* One kernel event of a recorded registration, record n (view v): false
+ * to drop it (a stale record's, a nested instance with nothing ready, an
+ * edge UNPEND already reported), else its data translated and its record
+ * told (round robin, one-shot; a batching wait's urgency). */
+static bool wait__kernel_rec(struct port *p, struct krec *n,
+			     const struct krec_view *v, struct wait__kctx *kc,
+			     struct epoll_event *ev)
+{
+	if (n == KREC_STALE || (v->nested && !krec_nest_ready(n, 0)) ||
+	    (!v->nested && krec_unpend_drop(n)))
+		return false;
+	if (v->rr_events)
+		krec_rr_took(p, n);
+	if (kc && v->urgent)
+		kc->urgent = true;
+	if (v->oneshot)
+		krec_disarmed(n); /* DEMOTE in port.c */
+	ev->data.u64 = v->data;
+	return true;
+}
+
+/* The r events the kernel put at evs[k]: the doorbell's taken (*db), the
+ * records' translated or dropped (*dropped counts them), a batching wait's
+ * merged; the rest packed after evs[0..k).  The new count. */
+static int wait__kernel_events(struct port *p, struct epoll_event *evs, int k,
+			       int r, bool *db, struct wait__kctx *kc,
+			       int *dropped)
+{
+	const uint64_t me = (uint64_t)(uintptr_t)p;
+	/* After the call: a record made while it slept is found (DATA in
+	 * krec.c). */
+	bool recs = atomic_load_explicit(&p->krecs, memory_order_acquire);
+	struct krec_view v;
+	struct krec *n;
+
+	*dropped = 0;
+	for (int i = k, end = k + r; i < end; i++) {
+		if (evs[i].data.u64 == me) {
+			*db = true;
+			bell_took(&p->bell, &p->rq);
+			continue;
+		}
+		if (recs && (n = krec_of(p, evs[i].data.u64, &v)) &&
+		    !wait__kernel_rec(p, n, &v, kc, &evs[i])) {
+			++*dropped;
+			continue;
+		}
+		if (kc && wait__merge(kc, evs, &evs[i]))
+			continue;
+		evs[k++] = evs[i];
+	}
+	return k;
+}
+
 /* epoll_wait on the kernel side (timeout == &wait__zero: without sleeping);
  * removes the doorbell's event from evs and translates (or drops, when
  * stale) the events of recorded registrations. */
@@ -97,13 +151,10 @@ static int wait__kernel(struct port *p, struct epoll_event *evs, int max,
 			const struct timespec *timeout, const sigset_t *sigmask,
 			bool *db, struct wait__kctx *kc, bool *full)
 {
-	const uint64_t me = (uint64_t)(uintptr_t)p;
-	struct krec_view v;
-	struct krec *n;
-	int r, i, end, k = 0, want = max, dropped;
+	int r, k = 0, want = max, dropped;
 	/* STALE in krec.c: silent records this look settles. */
 	int settle = bell_kernel_look_begin(&p->bell);
-	bool retried = false, recs;
+	bool retried = false;
 
 	*db = false;
 	if (full)
@@ -122,35 +173,7 @@ again:
 		return k ? k : r;
 	if (full)
 		*full = r == want; /* the kernel may have more */
-	/* After the call: a record made while it slept is found (DATA in
-	 * krec.c). */
-	recs = atomic_load_explicit(&p->krecs, memory_order_acquire);
-	dropped = 0;
-	for (i = k, end = k + r; i < end; i++) {
-		if (evs[i].data.u64 == me) {
-			*db = true;
-			bell_took(&p->bell, &p->rq);
-			continue;
-		}
-		if (recs && (n = krec_of(p, evs[i].data.u64, &v))) {
-			if (n == KREC_STALE ||
-			    (v.nested && !krec_nest_ready(n, 0)) ||
-			    (!v.nested && krec_unpend_drop(n))) {
-				dropped++;
-				continue;
-			}
-			if (v.rr_events)
-				krec_rr_took(p, n);
-			if (kc && v.urgent)
-				kc->urgent = true;
-			if (v.oneshot)
-				krec_disarmed(n); /* DEMOTE in port.c */
-			evs[i].data.u64 = v.data;
-		}
-		if (kc && wait__merge(kc, evs, &evs[i]))
-			continue;
-		evs[k++] = evs[i];
-	}
+	k = wait__kernel_events(p, evs, k, r, db, kc, &dropped);
 	/* Stale events filled the batch: ask again (without sleeping) for
 	 * what they displaced.  Only when nothing real came back: a
 	 * level-triggered event we returned would be queued again by the
@@ -185,14 +208,79 @@ static int wait__dedup(struct epoll_event *evs, int n, int r)
 	return k - n;
 }
 
-/* Take what is ready now from both sides, without sleeping (FAIRNESS).
- * rb and kc: a batching wait's (NULL otherwise). */
+/* A turn of wait__collect: go on to the next, or stop (slots full, or
+ * nothing more for this wait); -errno: the wait's error. */
+enum { WAIT__GO = 0, WAIT__STOP = 1 };
+
+/* The ready queue's turn: its rounds go on while they are made of items
+ * queued before the wait (rq_pass); at a round's end the kernel's turn
+ * comes, unless the kernel has nothing more (kmore false) and the round
+ * found nothing. */
+static int wait__user_turn(struct port *p, struct epoll_event *evs, int max,
+			   struct rq_batch *rb, struct rq_pass *ps, int *n,
+			   bool kmore)
+{
+	int r = rq_harvest_batch(&p->rq, evs + *n, max - *n, rb, ps);
+
+	if (r < 0)
+		return r;
+	*n += r;
+	if (!ps->round_end)
+		return WAIT__STOP; /* slots full, the round goes on */
+	atomic_store_explicit(&p->side, WAIT__KERNEL, memory_order_relaxed);
+	if (!kmore) {
+		if (r == 0)
+			return WAIT__STOP; /* nothing more for this wait */
+		atomic_store_explicit(&p->side, WAIT__USER,
+				      memory_order_relaxed);
+	}
+	return WAIT__GO;
+}
+
+/* The kernel's turn: one look without sleeping.  Asked again (a later
+ * turn) only if its last batch was full and the doorbell (or a stale
+ * record) took some of it (*kmore); what it gives again of this wait's
+ * level-triggered events is dropped, as one epoll_wait returns a
+ * registration once (wait__dedup). */
+static int wait__kernel_turn(struct port *p, struct epoll_event *evs, int max,
+			     struct wait__kctx *kc, int *n, int *kcalls,
+			     bool *kmore)
+{
+	int want = max - *n, r;
+	bool db, full;
+
+	/* The ready queue's place is behind the kernel events ready now:
+	 * ring the doorbell if items wait and it is not rung. */
+	if (atomic_load_explicit(&p->kfull, memory_order_relaxed) &&
+	    !rq_empty(&p->rq))
+		bell_kick(&p->bell);
+	r = wait__kernel(p, evs + *n, want, &wait__zero, NULL, &db, kc, &full);
+	if (r < 0)
+		return r;
+	if ((*kcalls)++ && !kc)
+		r = wait__dedup(evs, *n, r);
+	*n += r;
+	atomic_store_explicit(&p->kfull, !db && full && r == want,
+			      memory_order_relaxed);
+	if (!db && full && r == want)
+		return WAIT__STOP; /* the kernel's turn goes on */
+	/* The doorbell's turn came, or the kernel has no more. */
+	*kmore = full;
+	atomic_store_explicit(&p->side, WAIT__USER, memory_order_relaxed);
+	if (!db && !*kmore && rq_empty(&p->rq))
+		return WAIT__STOP;
+	return WAIT__GO;
+}
+
+/* Take what is ready now from both sides, without sleeping (FAIRNESS),
+ * turn by turn until the slots are full or nothing more is ready for this
+ * wait.  rb and kc: a batching wait's (NULL otherwise). */
 static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 			 struct rq_batch *rb, struct wait__kctx *kc)
 {
 	struct rq_pass ps;
-	int n = 0, r, want, kcalls = 0;
-	bool db, full, kmore = true;
+	int n = 0, r, kcalls = 0;
+	bool kmore = true;
 
 	if (bell_kernel_none(&p->bell))
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
@@ -203,54 +291,16 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 	if (bell_exact(&p->bell) && bell_rung(&p->bell) && !rq_prune(&p->rq))
 		bell_clear(&p->bell, &p->rq);
 	rq_pass_init(&ps);
-	/* Turns until the slots are full or nothing more is ready for this
-	 * wait.  The kernel is asked again only if its last batch was full
-	 * and the doorbell (or a stale record) took some of it (kmore); what
-	 * it gives again of this wait's level-triggered events is dropped,
-	 * as one epoll_wait returns a registration once (wait__dedup).  The
-	 * ready queue's rounds go on while they are made of items queued
-	 * before the wait (rq_pass). */
 	for (int pass = 0; pass < 8 && n < max; pass++) {
 		if (atomic_load_explicit(&p->side, memory_order_relaxed) ==
-		    WAIT__USER) {
-			r = rq_harvest_batch(&p->rq, evs + n, max - n, rb, &ps);
-			if (r < 0)
-				return n ? n : r;
-			n += r;
-			if (!ps.round_end)
-				break; /* slots full, the round goes on */
-			atomic_store_explicit(&p->side, WAIT__KERNEL,
-					      memory_order_relaxed);
-			if (!kmore) {
-				if (r == 0)
-					break; /* nothing more for this wait */
-				atomic_store_explicit(&p->side, WAIT__USER,
-						      memory_order_relaxed);
-			}
-			continue;
-		}
-		/* The ready queue's place is behind the kernel events ready
-		 * now: ring the doorbell if items wait and it is not rung. */
-		if (atomic_load_explicit(&p->kfull, memory_order_relaxed) &&
-		    !rq_empty(&p->rq))
-			bell_kick(&p->bell);
-		want = max - n;
-		r = wait__kernel(p, evs + n, want, &wait__zero, NULL, &db, kc,
-				 &full);
+		    WAIT__USER)
+			r = wait__user_turn(p, evs, max, rb, &ps, &n, kmore);
+		else
+			r = wait__kernel_turn(p, evs, max, kc, &n, &kcalls,
+					      &kmore);
 		if (r < 0)
 			return n ? n : r;
-		if (kcalls++ && !kc)
-			r = wait__dedup(evs, n, r);
-		n += r;
-		atomic_store_explicit(&p->kfull, !db && full && r == want,
-				      memory_order_relaxed);
-		if (!db && full && r == want)
-			break; /* the kernel's turn goes on */
-		/* The doorbell's turn came, or the kernel has no more. */
-		kmore = full;
-		atomic_store_explicit(&p->side, WAIT__USER,
-				      memory_order_relaxed);
-		if (!db && !kmore && rq_empty(&p->rq))
+		if (r == WAIT__STOP)
 			break;
 	}
 	return n;
