@@ -578,6 +578,40 @@ static int port__kadd_keyed(struct port *p, int num, struct uobj *src,
  * program closed is the file's again for the ADD, if free; never another
  * number of the file, whose DEL would then find it: F19): the
  * registration lives as long as the file (epoll(7)). */
+/* A demoted source's item, taken from p (its events ev, through number
+ * num; ev0: its events when its probe was made), becomes a registration of
+ * the source's fd in p's kernel epoll; the probe is used or closed. */
+static int port__source_add(struct port *p, struct uobj *src, int num,
+			    struct epoll_event *ev, uint32_t ev0, bool taken,
+			    int probe)
+{
+	bool tmp;
+	int fd = uobj_key_number(src, num, &tmp), r;
+
+	/* The ADD would report a ready fd as a new edge: made without that
+	 * report (UNPEND in unpend.c).  (Our own bits go as
+	 * port__ctl_kernel gives them.)  (Not under the private number,
+	 * which the source's demotion closes and the library may take again:
+	 * the registration would keep the record's data.) */
+	if (port__keyed(src, num, fd, ev)) {
+		if (probe >= 0)
+			fdzone_close(probe);
+		r = port__kadd_keyed(p, num, src, ev);
+	} else if (taken && probe >= 0 && ev->events == ev0 &&
+		   fd != src->kfd &&
+		   !port__rr_refused(EPOLL_CTL_ADD, fd, ev) &&
+		   (sys_poll_now(src->kfd, (short)(ev->events & 0xffff)) &
+		    (short)(ev->events & 0xffff))) {
+		r = krec_add_unpended(p, fd, ev, probe);
+	} else {
+		if (probe >= 0)
+			fdzone_close(probe);
+		r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, ev);
+	}
+	uobj_key_done(fd, tmp);
+	return r;
+}
+
 static int port__take_source(struct wq *q, struct uobj *src)
 {
 	struct epoll_event ev;
@@ -628,33 +662,9 @@ static int port__take_source(struct wq *q, struct uobj *src)
 		}
 		lock_drop(&p->mtx);
 		if (it && src) {
-			int num = fd;
-			bool tmp;
-
-			fd = uobj_key_number(src, fd, &tmp);
-			/* The ADD would report a ready fd as a new edge: made
-			 * without that report (UNPEND in unpend.c).  (Our own
-			 * bits go as port__ctl_kernel gives them.) */
-			/* (Not under the private number, which the source's
-			 * demotion closes and the library may take again: the
-			 * registration would keep the record's data.) */
-			if (port__keyed(src, num, fd, &ev)) {
-				if (probe >= 0)
-					fdzone_close(probe);
-				r = port__kadd_keyed(p, num, src, &ev);
-			} else if (taken && probe >= 0 && ev.events == ev0 &&
-			    fd != src->kfd &&
-			    !port__rr_refused(EPOLL_CTL_ADD, fd, &ev) &&
-			    (sys_poll_now(src->kfd, (short)(ev.events & 0xffff)) &
-			     (short)(ev.events & 0xffff))) {
-				r = krec_add_unpended(p, fd, &ev, probe);
-			} else {
-				if (probe >= 0)
-					fdzone_close(probe);
-				r = port__ctl_kernel(p, EPOLL_CTL_ADD, fd, &ev);
-			}
+			r = port__source_add(p, src, fd, &ev, ev0, taken,
+					     probe);
 			probe = -1;
-			uobj_key_done(fd, tmp);
 			if (r < 0 && !err)
 				err = r;
 		}
