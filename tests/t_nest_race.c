@@ -23,9 +23,12 @@
  */
 #include "testlib.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 static int ready(int fd)
@@ -37,27 +40,44 @@ static int ready(int fd)
 
 struct race {
 	int e;
-	long trials;
-	_Atomic long turn, done;
+	int trials;
+	/* The trial the writer may make, and the last one it made: handed
+	 * over on futex words, so that beside a CPU hog a thread that waits
+	 * for the other sleeps (a yield loop there gives its CPU to the hog
+	 * for a time slice at every turn). */
+	_Atomic int turn, done;
 };
+
+static void word_set(_Atomic int *w, int v)
+{
+	atomic_store(w, v);
+	syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static void word_wait(_Atomic int *w, int v)
+{
+	int c;
+
+	while ((c = atomic_load(w)) != v)
+		syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, c, NULL, NULL, 0);
+}
 
 static void *writer(void *arg)
 {
 	struct race *r = arg;
 	uint64_t v = 1;
 
-	for (long i = 1; i <= r->trials; i++) {
-		while (atomic_load(&r->turn) != i)
-			sched_yield();
+	for (int i = 1; i <= r->trials; i++) {
+		word_wait(&r->turn, i);
 		CHECK_EQ(uepoll_write(r->e, &v, 8), 8);
-		atomic_store(&r->done, i);
+		word_set(&r->done, i);
 	}
 	return NULL;
 }
 
 /* kernel: the holder is a kernel epoll; et: it holds the instance
  * EPOLLET.  Returns the trials that ended with the instance ready. */
-static long run(int kernel, int et, long trials)
+static long run(int kernel, int et, int trials)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.u64 = 1 },
 			   out[8];
@@ -76,15 +96,14 @@ static long run(int kernel, int et, long trials)
 	ev.events = et ? EPOLLIN | EPOLLET : EPOLLIN;
 	REQUIRE(uepoll_ctl(h, EPOLL_CTL_ADD, in, &ev) == 0);
 	REQUIRE(pthread_create(&th, NULL, writer, &r) == 0);
-	for (long i = 1; i <= trials; i++) {
-		atomic_store(&r.turn, i);
+	for (int i = 1; i <= trials; i++) {
+		word_set(&r.turn, i);
 		/* Spin (the take must meet the ring), but yield now and then:
 		 * beside a CPU hog the writer may need this CPU. */
 		for (int spins = 0; uepoll_wait(in, out, 8, 0) == 0; spins++)
 			if (spins % 256 == 255)
 				sched_yield();
-		while (atomic_load(&r.done) != i)
-			sched_yield();
+		word_wait(&r.done, i);
 		CHECK_EQ(uepoll_read(r.e, &v, 8), 8);
 		CHECK_EQ(uepoll_wait(in, out, 8, 0), 0);
 		if (ready(in))
@@ -104,7 +123,7 @@ static long run(int kernel, int et, long trials)
 
 int main(void)
 {
-	long trials = (long)(20000 * t_scale());
+	int trials = (int)(20000 * t_scale());
 
 	t_begin("t_nest_race");
 	t_watchdog(280);
@@ -115,7 +134,7 @@ int main(void)
 			long n;
 
 			n = run(kernel, et, trials);
-			printf("holder %s, %s: %ld of %ld trials left the "
+			printf("holder %s, %s: %ld of %d trials left the "
 			       "instance ready\n",
 			       kernel ? "a kernel epoll" : "an instance",
 			       et ? "EPOLLET" : "level-triggered", n, trials);
