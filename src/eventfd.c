@@ -52,53 +52,8 @@
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.
  *
- * COALESCE (ueventfd_coalesce, non-semaphore only).  A non-semaphore eventfd
- * sums its writes, so a sleeper woken once collects them all; waking it on
- * every write, the kernel's rule, keeps a busy publisher's subscriber busy
- * doing nothing useful (26% of a CPU in proposal 004, 92% in our pubsub).
- * So a ueventfd may have a delay (at most UEVENTFD_COALESCE_MAX_US, 100 ms)
- * and a count; UEPOLL_EVENTFD_COALESCE="delay_us[,count]" is the process's
- * default (config.c).  A write with a delay
- * set, whose new counter value is below the count threshold, does all of a
- * write's work except the system calls that wake: it adds to the counter,
- * queues the watching items (wq_wake with hold), and notes whether an
- * instance's doorbell was not rung or the mirror was clear.  If so it arms
- * the ueventfd's timer (timer.c), unless it is armed already; at the
- * deadline the timer thread rings what is still owed (uefd__deliver):
- * doorbells of instances whose item is still queued (wq_kick), and the
- * mirror if the counter is still non-zero.  So readers that are awake see
- * every write at once (the counter and the ready queues are up to date);
- * only sleepers wait, at most `delay`.  No lost wakeup: a deferred ring is
- * decided after the item is queued and the counter updated, exactly where
- * the write would have rung (DOORBELL in bell.c, MIRROR above), and the
- * timer looks again after it cleared `pending` (PENDING in timer.c; the
- * held walk and the kick both hold wq.lock, which orders a write's queueing
- * before or after the kick's look: models/coalesce.pml).  A write that
- * reaches the count, a change of the setting and a close deliver at once.
- *
- * HOLD (UEVENTFD_HOLD_WRITES, on top of a delay).  Holding only the wakeup
- * does not help a reader that is awake: it sees each write at once, and
- * against a publisher that never pauses it finds the counter non-zero after
- * every read and loops without sleeping (pubsub's 5 ms row: 8-30% of a CPU,
- * depending on how often the publisher stalls; held, 0.2-0.3%).  So the
- * writes themselves are held: a write adds to `held` instead of `count`
- * and touches nothing else (no walk, no lock of the source, no system
- * call), then arms the timer (one load while it is pending; the first
- * write of a batch takes the timer's lock).  The delivery moves `held` into
- * `count` with one exchange and from there is an ordinary write (uefd__show:
- * walk, doorbells, mirror), so readiness, reads and the DOORBELL and MIRROR
- * arguments see nothing new: an awake reader sees a batch when it is shown,
- * and a subscriber that drains the counter sleeps until the next one, however
- * fast the publisher writes.  No value is stranded: a writer adds (seq_cst
- * CAS) then loads `pending` in timer_arm; the thread clears `pending`
- * (seq_cst) before the run's exchange of `held`; so either the run takes the
- * value or the writer arms a new run (PENDING in timer.c;
- * models/hold.pml).  The mode is a bit of co_delay_us (UEFD_HOLD_BIT), on
- * the counter's line: a plain write reads no second line.  A write that
- * brings `held` to the count threshold shows it at once.  Held writes keep
- * count + held <= UEFD_MAX; a value that would not fit (plain writes racing
- * with a change of setting, which do not look at `held`) stays held and is
- * shown by the next run.
+ * Beside it: coalesced wakeups and held writes (COALESCE, HOLD), in
+ * eventfd_hold.c.
  *
  * DEMOTE (uefd_demote): the ueventfd becomes the plain kernel eventfd it
  * stands for, with its exact counter, while other threads use it.  In
@@ -140,10 +95,10 @@
  * with none of our locks held (at depth 0: a handler never enters it; a
  * caller inside our locks bypasses it, BYPASS) and never held across a
  * sleep.  wq.lock protects the list of watching items (its place in
- * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce calls and, at the release, the close
- * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
- * other lock held.  A read or write that a signal handler makes while its
- * thread holds one of these takes none (SIGNALS, below).
+ * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce
+ * calls and, at the release, the close of the private fd (obj.c, FORK).  The
+ * timer's lock: eventfd_hold.c.  A read or write that a signal handler makes
+ * while its thread holds one of these takes none (SIGNALS, below).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -162,32 +117,6 @@
 #include "port.h"
 #include "sys.h"
 
-static void uefd__timer_fn(struct timer *t);
-
-/* The coalescing delay in ns (the HOLD bit masked off). */
-static uint64_t uefd__delay_ns(struct uefd *e)
-{
-	return (uint64_t)(atomic_load_explicit(&e->sh->co_delay_us,
-					       memory_order_relaxed) &
-			  ~UEFD_HOLD_BIT) *
-	       1000u;
-}
-
-/* Room left for writes when the counter is c with h still held (HOLD). */
-static uint64_t uefd__room(uint64_t c, uint64_t h)
-{
-	return c > UEFD_MAX || h > UEFD_MAX - c ? 0 : UEFD_MAX - c - h;
-}
-
-/* The process default: UEPOLL_EVENTFD_COALESCE (config.c). */
-static void uefd__default(struct ueventfd_coalesce *d)
-{
-	struct config c = config_get();
-
-	d->delay_us = c.coalesce_us;
-	d->flags = 0;
-	d->count = c.coalesce_count;
-}
 
 /*
  * eventfd(2) documents EINVAL for a write buffer shorter than 8 bytes; recent
@@ -219,18 +148,6 @@ static bool uefd__long_write_ok(void)
 				    memory_order_relaxed) == 1;
 }
 
-/* A ueventfd made with the environment's delay (not published yet, no
- * lock): reserve its timer's room, so that a write never has to (timer.h);
- * none can be had: no delay. */
-static void uefd__default_delay(struct uefd *e, uint32_t delay_us)
-{
-	if (delay_us && timer_reserve() == 0)
-		e->co_reserved = true;
-	else
-		delay_us = 0;
-	atomic_init(&e->sh->co_delay_us, delay_us);
-}
-
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
 
 /* xm's attributes (SHARED): process-shared, since the block is; robust,
@@ -248,7 +165,6 @@ __attribute__((constructor)) static void uefd__setup(void)
 
 int uefd_create(unsigned int initval, int flags)
 {
-	struct ueventfd_coalesce dflt;
 	struct uobj *o;
 	struct uefd *e;
 	int fd, r;
@@ -288,14 +204,7 @@ int uefd_create(unsigned int initval, int flags)
 	atomic_init(&e->sh->empty_reads, 1); /* no successful read yet */
 	atomic_init(&e->owed.bits, 0);
 	e->owed.fn = uefd__owed_fn;
-	uefd__default(&dflt);
-	if (e->semaphore)
-		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
-	uefd__default_delay(e, dflt.delay_us);
-	atomic_init(&e->sh->co_count, dflt.count);
-	atomic_init(&e->sh->held, 0);
-	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
-	timer_ensure();
+	uefd__coalesce_init(e);
 	wq_init(&e->wq);
 	return uobj_publish(o, fd);
 
@@ -350,12 +259,6 @@ uint32_t uefd_poll(struct uefd *e)
 					       memory_order_relaxed)))
 		m |= EPOLLOUT;
 	return m;
-}
-
-/* The class of a counter or of the kernel fd's value: 0, some, full. */
-static int uefd__class(uint64_t v)
-{
-	return v == 0 ? 0 : v >= UEFD_MAX ? 2 : 1;
 }
 
 /* One step of MIRROR towards the counter's class `want` from kunits k: 0
@@ -552,7 +455,7 @@ static bool uefd__settle(struct uefd *e, bool defer)
 /* The counter left 0 (its CAS is done): wake the blocked readers asleep
  * on rwake, counted in xsleepers: SHARED's of every process, NAP's of this
  * one (seq_cst load after the CAS: Dekker with uefd__rsleep). */
-static void uefd__xwake(struct uefd *e)
+void uefd__xwake(struct uefd *e)
 {
 	if (atomic_load(&e->sh->xsleepers)) {
 		atomic_fetch_add(&e->sh->rwake, 1);
@@ -726,13 +629,6 @@ static void uefd__xunlock(struct uefd *e)
 	}
 }
 
-static bool uefd__shared(struct uefd *e)
-{
-	return atomic_load_explicit(&e->sh->shared, memory_order_relaxed);
-}
-
-static void uefd__flush(struct uefd *e);
-
 void uefd_flush_exit(struct uefd *e)
 {
 	if (uefd__shared(e)) {
@@ -868,8 +764,8 @@ static bool uefd__xcas_bypass(struct uefd *e, uint64_t *c, uint64_t n,
  * (with *c the counter now) if it changed meanwhile.  defer: a coalesced
  * write, whose readiness the timer shows.  *kw: set if the kernel fd was
  * written (its pollers woken). */
-static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
-		       bool *kw)
+bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
+		bool *kw)
 {
 	uint64_t v;
 	bool ok, from0;
@@ -904,12 +800,6 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 	return ok;
 }
 
-/* Does going from c to n need the lock (SHARED)? */
-static bool uefd__crosses(uint64_t c, uint64_t n)
-{
-	return uefd__class(c) != uefd__class(n);
-}
-
 /* SHARED sync: settle under the lock if the classes disagree (a deferred
  * wakeup being delivered, over-readiness a holder left) or a holder is at
  * work (which may be dead). */
@@ -937,7 +827,7 @@ static void uefd__xsync(struct uefd *e)
 
 /* MIRROR: bring the kernel fd's class to the counter's.  Lock-free and
  * async-signal-safe; no system call when they agree. */
-static void uefd__sync(struct uefd *e)
+void uefd__sync(struct uefd *e)
 {
 	if (unlikely(uefd__shared(e))) {
 		uefd__xsync(e);
@@ -981,62 +871,6 @@ static void uefd__sync(struct uefd *e)
 		if (r < 0)
 			return;
 	}
-}
-
-static void uefd__show(struct uefd *e);
-
-/* The wakeups held by earlier writes (COALESCE), and their values (HOLD):
- * show them and ring what is still owed. */
-static void uefd__deliver(struct uefd *e)
-{
-	uefd__show(e);
-	if (atomic_load(&e->wq.n))
-		wq_kick(&e->wq);
-	/* kfd is ours whatever became of the public number. */
-	uefd__sync(e);
-	if (atomic_load(&e->sh->count))
-		uefd__xwake(e); /* NAP */
-}
-
-/* Deliver now what the timer would have: the deferred wakeups if a run was
- * pending (cancelled here), else any writes a racing writer held after the
- * last run (HOLD).  Close and a change of setting call it. */
-static void uefd__flush(struct uefd *e)
-{
-	if (timer_cancel(&e->co_timer))
-		uefd__deliver(e);
-	else
-		uefd__show(e);
-}
-
-static void uefd__timer_fn(struct timer *t)
-{
-	uefd__deliver(container_of(t, struct uefd, co_timer));
-}
-
-/* Arm e's timer: 0, or < 0 when there is no thread or no room (the caller
- * then delivers at once).  Never starts the thread: a write, which may come
- * from a signal handler that interrupted malloc, must not (SIGNALS in
- * timer.c; issue 32).  A forked child has one from the fork if its parent
- * had one (timer_fork_child_start), else from its next ueventfd() or
- * ueventfd_coalesce(). */
-static int uefd__arm(struct uefd *e, uint64_t ns)
-{
-	return timer_arm(&e->co_timer, ns);
-}
-
-/* Hold this write's wakeups?  `now` is the counter after the write. */
-static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
-{
-	uint32_t d = atomic_load_explicit(&e->sh->co_delay_us,
-					  memory_order_relaxed) &
-		     ~UEFD_HOLD_BIT;
-	uint64_t cnt;
-
-	if (!d)
-		return 0;
-	cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
-	return cnt && now >= cnt ? 0 : d;
 }
 
 static void uefd__unwait(void *arg)
@@ -1083,16 +917,11 @@ static int uefd__wait_room(struct uefd *e, uint64_t v, bool *blocked)
 	return r == -EINTR ? r : 0;
 }
 
-static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
-
-/* Show the held writes (HOLD): move them into the counter and wake as one
- * write of their sum that is due now.  The timer thread, a write that
- * reaches the count, a change of setting and close call it. */
 /* SHARED HOLD: show the held writes under xm, through `moving`
  * (uefd__xmove), so that a shower killed in the middle loses nothing.
  * false: BYPASS (a stopped holder, or a handler inside one of our locks):
  * the plain way then. */
-static bool uefd__xshow(struct uefd *e)
+bool uefd__xshow(struct uefd *e)
 {
 	uint64_t h, c, take;
 
@@ -1112,61 +941,6 @@ static bool uefd__xshow(struct uefd *e)
 	if (take)
 		uefd__wrote(e, c + take, true);
 	return true;
-}
-
-static void uefd__show(struct uefd *e)
-{
-	uint64_t h, c, take;
-	bool kw = false;
-
-	if (!atomic_load(&e->sh->held))
-		return;
-	if (unlikely(uefd__shared(e)) && uefd__xshow(e))
-		return;
-	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
-		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
-	h = atomic_exchange(&e->sh->held, 0);
-	if (!h)
-		return;
-	c = atomic_load(&e->sh->count);
-	if (c == UEFD_GONE) {
-		/* A held write that raced with a demotion: the kernel fd has
-		 * the counter now (DEMOTE). */
-		uefd_demote_wait(e);
-		(void)sys_write(e->obj.kfd, &h, sizeof(h));
-		return;
-	}
-	do
-		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
-	while (unlikely(uefd__shared(e)) && uefd__crosses(c, c + take)
-		       ? !uefd__xcas(e, &c, c + take, false, &kw)
-		       : !atomic_compare_exchange_weak(&e->sh->count, &c,
-						       c + take));
-	if (take < h) {
-		/* It did not fit (HOLD): the rest waits for the next run.  If
-		 * none can be armed, the next write, change or close shows
-		 * it. */
-		atomic_fetch_add(&e->sh->held, h - take);
-		(void)uefd__arm(e, uefd__delay_ns(e));
-	}
-	uefd__wrote(e, c + take, true);
-}
-
-/* HOLD: the timer shows the held writes, or this write does if it brought
- * them to the count (or if no timer can be had).  held_now: `held` after
- * the write. */
-static void uefd__held(struct uefd *e, uint64_t held_now)
-{
-	uint64_t cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
-
-	if (unlikely(uefd__shared(e)) &&
-	    !atomic_load_explicit(&e->sh->due, memory_order_relaxed))
-		atomic_store_explicit(&e->sh->due,
-				      sys_now_ns() + uefd__delay_ns(e),
-				      memory_order_relaxed);
-	if ((cnt && held_now >= cnt) ||
-	    uefd__arm(e, uefd__delay_ns(e)) < 0)
-		uefd__show(e);
 }
 
 /*
@@ -1340,7 +1114,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
  * the wakeups of) the watchers and the kernel fd.  due: the held writes
  * being shown (uefd__show), whose wakeup is due now.
  */
-static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
+void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 {
 	uint32_t hold = due ? 0 : uefd__hold_us(e, now_count);
 	bool held = false;
@@ -1636,68 +1410,6 @@ static void uefd__close(struct uobj *o)
 	 * its reference, and with the last one the private fd, are gone when
 	 * uepoll_close returns if no other call is in flight. */
 	timer_wait_idle(&e->co_timer);
-}
-
-int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
-		  struct ueventfd_coalesce *old)
-{
-	struct ueventfd_coalesce o;
-	bool reserved = false;
-	uint32_t d;
-	int r;
-
-	if (set && ((set->flags & ~UEVENTFD_HOLD_WRITES) ||
-		    set->delay_us > UEVENTFD_COALESCE_MAX_US ||
-		    ((set->flags & UEVENTFD_HOLD_WRITES) && !set->delay_us)))
-		return -EINVAL;
-	/* A semaphore ueventfd wakes at once: only "no delay" is accepted. */
-	if (set && e->semaphore && set->delay_us)
-		return -EINVAL;
-	timer_ensure();
-	/* A delay needs room in the timer's heap, reserved before the lock
-	 * (the timer's lock nests with none of ours); the first one is kept,
-	 * a second given back. */
-	if (set && set->delay_us) {
-		r = timer_reserve();
-		if (r < 0)
-			return r;
-		reserved = true;
-	}
-	lock_take(&e->wq.lock);
-	d = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed);
-	o.delay_us = d & ~UEFD_HOLD_BIT;
-	o.flags = d & UEFD_HOLD_BIT ? UEVENTFD_HOLD_WRITES : 0;
-	o.count = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
-	if (set) {
-		if (reserved && !e->co_reserved) {
-			e->co_reserved = true;
-			reserved = false;
-		}
-		atomic_store_explicit(&e->sh->co_count, set->count,
-				      memory_order_relaxed);
-		atomic_store_explicit(&e->sh->co_delay_us,
-				      set->delay_us |
-					      (set->flags & UEVENTFD_HOLD_WRITES
-						       ? UEFD_HOLD_BIT
-						       : 0),
-				      memory_order_relaxed);
-	}
-	lock_drop(&e->wq.lock);
-	if (reserved)
-		timer_unreserve();
-	/* A new setting ends the wakeup held under the old one (early is
-	 * always within the bound), and shows the writes it held.  A run of
-	 * the timer already in progress may have taken them out of `held`
-	 * and not yet added them to the counter (uefd__show): wait for it,
-	 * so that every write held before this call is in the counter when
-	 * it returns (t_soak drains right after setting a ueventfd plain). */
-	if (set) {
-		uefd__flush(e);
-		timer_wait_idle(&e->co_timer);
-	}
-	if (old)
-		*old = o;
-	return 0;
 }
 
 /* Idempotent up to uobj_free (FORK in obj.c): the private fd is closed and

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * eventfd_impl.h - a ueventfd's layout: private to its own files
- * (eventfd.c; tests that watch a word of it), as port_impl.h is to the
- * instance's.  Everything else reaches a ueventfd through eventfd.h.
+ * eventfd_impl.h - a ueventfd's layout, and what its files share: private
+ * to them (eventfd.c; eventfd_hold.c: COALESCE, HOLD; and tests that watch
+ * a word of it), as port_impl.h is to the instance's.  Everything else
+ * reaches a ueventfd through eventfd.h.
  */
 #ifndef UEPOLL_EVENTFD_IMPL_H
 #define UEPOLL_EVENTFD_IMPL_H
@@ -51,11 +52,11 @@ struct uefd_ctr {
 	 * SHARED: the xm holder's knowledge of the kernel fd's value. */
 	_Atomic uint64_t kunits;
 	/* UEVENTFD_HOLD_WRITES: written but not yet shown in `count` (HOLD in
-	 * eventfd.c).  count + held never exceeds UEFD_MAX. */
+	 * eventfd_hold.c).  count + held never exceeds UEFD_MAX. */
 	_Atomic uint64_t held;
-	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd.c).  Relaxed: a
-	 * write racing with a change uses the old or the new setting, both
-	 * valid.  delay_us 0: wake at once. */
+	/* Coalescing (ueventfd_coalesce; COALESCE in eventfd_hold.c).
+	 * Relaxed: a write racing with a change uses the old or the new
+	 * setting, both valid.  delay_us 0: wake at once. */
 	_Atomic uint32_t co_delay_us; /* | UEFD_HOLD_BIT: UEVENTFD_HOLD_WRITES */
 	/* Reads in a row that found the counter empty (see uefd_read). */
 	_Atomic uint32_t empty_reads;
@@ -132,12 +133,95 @@ struct uefd {
 	/* Room for co_timer is reserved in the timer's heap (timer_reserve):
 	 * set with the first delay, under wq.lock. */
 	bool co_reserved;
-	/* Delivers deferred wakeups at the deadline (timer.c). */
+	/* Delivers deferred wakeups at the deadline (timer.c; COALESCE in
+	 * eventfd_hold.c). */
 	struct timer co_timer;
 	/* Work a signal handler's read or write left to its thread (SIGNALS
 	 * in eventfd.c). */
 	struct lock_owed owed;
 	struct wq wq;
 };
+
+/* The class of a counter or of the kernel fd's value: 0, some, full. */
+static inline int uefd__class(uint64_t v)
+{
+	return v == 0 ? 0 : v >= UEFD_MAX ? 2 : 1;
+}
+
+/* Does going from c to n change the class (MIRROR: the kernel fd follows;
+ * SHARED: under the lock)? */
+static inline bool uefd__crosses(uint64_t c, uint64_t n)
+{
+	return uefd__class(c) != uefd__class(n);
+}
+
+/* Room left for writes when the counter is c with h still held (HOLD). */
+static inline uint64_t uefd__room(uint64_t c, uint64_t h)
+{
+	return c > UEFD_MAX || h > UEFD_MAX - c ? 0 : UEFD_MAX - c - h;
+}
+
+/* The coalescing delay in ns (the HOLD bit masked off). */
+static inline uint64_t uefd__delay_ns(struct uefd *e)
+{
+	return (uint64_t)(atomic_load_explicit(&e->sh->co_delay_us,
+					       memory_order_relaxed) &
+			  ~UEFD_HOLD_BIT) *
+	       1000u;
+}
+
+/* Hold this write's wakeups (COALESCE)?  `now` is the counter after the
+ * write. */
+static inline uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
+{
+	uint32_t d = atomic_load_explicit(&e->sh->co_delay_us,
+					  memory_order_relaxed) &
+		     ~UEFD_HOLD_BIT;
+	uint64_t cnt;
+
+	if (!d)
+		return 0;
+	cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
+	return cnt && now >= cnt ? 0 : d;
+}
+
+/* Arm e's timer: 0, or < 0 when there is no thread or no room (the caller
+ * then delivers at once).  Never starts the thread: a write, which may come
+ * from a signal handler that interrupted malloc, must not (SIGNALS in
+ * timer.c; issue 32).  A forked child has one from the fork if its parent
+ * had one (timer_fork_child_start), else from its next ueventfd() or
+ * ueventfd_coalesce(). */
+static inline int uefd__arm(struct uefd *e, uint64_t ns)
+{
+	return timer_arm(&e->co_timer, ns);
+}
+
+/* What the eventfd files share is hidden: never interposed, so that each
+ * file's compiler inlines its own helpers (as when they were static, in one
+ * file) and the calls between the files are direct. */
+#pragma GCC visibility push(hidden)
+
+/* SHARED (relaxed). */
+static inline bool uefd__shared(struct uefd *e)
+{
+	return atomic_load_explicit(&e->sh->shared, memory_order_relaxed);
+}
+
+/* eventfd.c */
+void uefd__sync(struct uefd *e);
+void uefd__xwake(struct uefd *e);
+void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
+bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
+		bool *kw);
+bool uefd__xshow(struct uefd *e);
+
+/* eventfd_hold.c */
+void uefd__coalesce_init(struct uefd *e);
+void uefd__deliver(struct uefd *e);
+void uefd__flush(struct uefd *e);
+void uefd__show(struct uefd *e);
+void uefd__held(struct uefd *e, uint64_t held_now);
+
+#pragma GCC visibility pop
 
 #endif
