@@ -51,9 +51,10 @@
  * with a change of setting, which do not look at `held`) stays held and is
  * shown by the next run.
  *
- * The add itself is the write's (uefd_write in eventfd.c, which then calls
- * uefd__held).  A shared ueventfd holds its wakeups, never its values
- * (SHARED in eventfd.c).
+ * The add itself is the write's (uefd__add_held in eventfd.c, which then
+ * calls uefd__held).  What SHARED does differently (a shared ueventfd holds
+ * its wakeups, never its values) comes from its steps (STEPS in
+ * eventfd_impl.h).
  *
  * LOCKING (eventfd.c): the timer's lock is a leaf taken with no other lock
  * held.
@@ -139,12 +140,15 @@ static void uefd__timer_fn(struct timer *t)
  * reaches the count, a change of setting and close call it. */
 void uefd__show(struct uefd *e)
 {
+	const struct uefd_steps *s;
 	uint64_t h, c, take;
 	bool kw = false;
 
 	if (!atomic_load(&e->sh->held))
 		return;
-	if (unlikely(uefd__shared(e)) && uefd__xshow(e))
+	/* SHARED: under xm (uefd__xshow), unless it bypasses. */
+	s = uefd__steps(e);
+	if (unlikely(s->show) && s->show(e))
 		return;
 	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
 		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
@@ -159,12 +163,13 @@ void uefd__show(struct uefd *e)
 		(void)sys_write(e->obj.kfd, &h, sizeof(h));
 		return;
 	}
-	do
+	do {
 		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
-	while (unlikely(uefd__shared(e)) && uefd__crosses(c, c + take)
-		       ? !uefd__xcas(e, &c, c + take, false, &kw)
-		       : !atomic_compare_exchange_weak(&e->sh->count, &c,
-						       c + take));
+		s = uefd__steps(e);
+	} while (s->cross && uefd__crosses(c, c + take)
+			 ? !s->cross(e, &c, c + take, false, &kw)
+			 : !atomic_compare_exchange_weak(&e->sh->count, &c,
+							 c + take));
 	if (take < h) {
 		/* It did not fit (HOLD): the rest waits for the next run.  If
 		 * none can be armed, the next write, change or close shows
@@ -181,12 +186,11 @@ void uefd__show(struct uefd *e)
 void uefd__held(struct uefd *e, uint64_t held_now)
 {
 	uint64_t cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
+	const struct uefd_steps *s = uefd__steps(e);
 
-	if (unlikely(uefd__shared(e)) &&
-	    !atomic_load_explicit(&e->sh->due, memory_order_relaxed))
-		atomic_store_explicit(&e->sh->due,
-				      sys_now_ns() + uefd__delay_ns(e),
-				      memory_order_relaxed);
+	/* SHARED: a deadline, for the other processes (uefd__xdue). */
+	if (unlikely(s->held))
+		s->held(e);
 	if ((cnt && held_now >= cnt) ||
 	    uefd__arm(e, uefd__delay_ns(e)) < 0)
 		uefd__show(e);
