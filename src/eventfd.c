@@ -52,53 +52,12 @@
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.
  *
- * COALESCE (ueventfd_coalesce, non-semaphore only).  A non-semaphore eventfd
- * sums its writes, so a sleeper woken once collects them all; waking it on
- * every write, the kernel's rule, keeps a busy publisher's subscriber busy
- * doing nothing useful (26% of a CPU in proposal 004, 92% in our pubsub).
- * So a ueventfd may have a delay (at most UEVENTFD_COALESCE_MAX_US, 100 ms)
- * and a count; UEPOLL_EVENTFD_COALESCE="delay_us[,count]" is the process's
- * default (config.c).  A write with a delay
- * set, whose new counter value is below the count threshold, does all of a
- * write's work except the system calls that wake: it adds to the counter,
- * queues the watching items (wq_wake with hold), and notes whether an
- * instance's doorbell was not rung or the mirror was clear.  If so it arms
- * the ueventfd's timer (timer.c), unless it is armed already; at the
- * deadline the timer thread rings what is still owed (uefd__deliver):
- * doorbells of instances whose item is still queued (wq_kick), and the
- * mirror if the counter is still non-zero.  So readers that are awake see
- * every write at once (the counter and the ready queues are up to date);
- * only sleepers wait, at most `delay`.  No lost wakeup: a deferred ring is
- * decided after the item is queued and the counter updated, exactly where
- * the write would have rung (DOORBELL in bell.c, MIRROR above), and the
- * timer looks again after it cleared `pending` (PENDING in timer.c; the
- * held walk and the kick both hold wq.lock, which orders a write's queueing
- * before or after the kick's look: models/coalesce.pml).  A write that
- * reaches the count, a change of the setting and a close deliver at once.
- *
- * HOLD (UEVENTFD_HOLD_WRITES, on top of a delay).  Holding only the wakeup
- * does not help a reader that is awake: it sees each write at once, and
- * against a publisher that never pauses it finds the counter non-zero after
- * every read and loops without sleeping (pubsub's 5 ms row: 8-30% of a CPU,
- * depending on how often the publisher stalls; held, 0.2-0.3%).  So the
- * writes themselves are held: a write adds to `held` instead of `count`
- * and touches nothing else (no walk, no lock of the source, no system
- * call), then arms the timer (one load while it is pending; the first
- * write of a batch takes the timer's lock).  The delivery moves `held` into
- * `count` with one exchange and from there is an ordinary write (uefd__show:
- * walk, doorbells, mirror), so readiness, reads and the DOORBELL and MIRROR
- * arguments see nothing new: an awake reader sees a batch when it is shown,
- * and a subscriber that drains the counter sleeps until the next one, however
- * fast the publisher writes.  No value is stranded: a writer adds (seq_cst
- * CAS) then loads `pending` in timer_arm; the thread clears `pending`
- * (seq_cst) before the run's exchange of `held`; so either the run takes the
- * value or the writer arms a new run (PENDING in timer.c;
- * models/hold.pml).  The mode is a bit of co_delay_us (UEFD_HOLD_BIT), on
- * the counter's line: a plain write reads no second line.  A write that
- * brings `held` to the count threshold shows it at once.  Held writes keep
- * count + held <= UEFD_MAX; a value that would not fit (plain writes racing
- * with a change of setting, which do not look at `held`) stays held and is
- * shown by the next run.
+ * Beside it: the counter shared across fork (SHARED), in eventfd_shared.c;
+ * coalesced wakeups and held writes (COALESCE, HOLD), in eventfd_hold.c.
+ * A read or write does what differs between MIRROR and SHARED through the
+ * steps of its protocol (STEPS in eventfd_impl.h), chosen where it
+ * decides: uefd__mirror_steps, at the end of this file, and
+ * uefd__shared_steps.
  *
  * DEMOTE (uefd_demote): the ueventfd becomes the plain kernel eventfd it
  * stands for, with its exact counter, while other threads use it.  In
@@ -131,24 +90,22 @@
  * A sleeper that wakes after the exchange took units written before the
  * counter was carried over, never part of it.  What cannot be carried: the
  * coalescing setting (a kernel eventfd wakes at once).  A shared ueventfd's
- * demotion is SHARED DEMOTE (uefd__xdemote), under xm, through `carry`.
+ * demotion is SHARED DEMOTE (uefd__xdemote, eventfd_shared.c), under xm,
+ * through `carry`.
  *
  * LOCKING: count, held, kunits, syncing, nsleep, demote, wseq, wwaiters,
  * co_*, owed.bits are atomics (no lock), in the block `sh` (shm.h) but
  * owed.bits.  SHARED: a change of the counter's class, and kunits, are
- * under xm (a robust, process-shared mutex in the block), a leaf taken only
- * with none of our locks held (at depth 0: a handler never enters it; a
- * caller inside our locks bypasses it, BYPASS) and never held across a
- * sleep.  wq.lock protects the list of watching items (its place in
- * the order: LOCK ORDER in lock.h); it also serialises ueventfd_coalesce calls and, at the release, the close
- * of the private fd (obj.c, FORK).  The timer's lock is a leaf taken with no
- * other lock held.  A read or write that a signal handler makes while its
- * thread holds one of these takes none (SIGNALS, below).
+ * under xm (LOCKING in eventfd_shared.c).  wq.lock protects the list of
+ * watching items (its place in the order: LOCK ORDER in lock.h); it also
+ * serialises ueventfd_coalesce calls and, at the release, the close of the
+ * private fd (obj.c, FORK).  The timer's lock: eventfd_hold.c.  A read or
+ * write that a signal handler makes while its thread holds one of these
+ * takes none (SIGNALS, below).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 
@@ -161,33 +118,6 @@
 #include "lock.h"
 #include "port.h"
 #include "sys.h"
-
-static void uefd__timer_fn(struct timer *t);
-
-/* The coalescing delay in ns (the HOLD bit masked off). */
-static uint64_t uefd__delay_ns(struct uefd *e)
-{
-	return (uint64_t)(atomic_load_explicit(&e->sh->co_delay_us,
-					       memory_order_relaxed) &
-			  ~UEFD_HOLD_BIT) *
-	       1000u;
-}
-
-/* Room left for writes when the counter is c with h still held (HOLD). */
-static uint64_t uefd__room(uint64_t c, uint64_t h)
-{
-	return c > UEFD_MAX || h > UEFD_MAX - c ? 0 : UEFD_MAX - c - h;
-}
-
-/* The process default: UEPOLL_EVENTFD_COALESCE (config.c). */
-static void uefd__default(struct ueventfd_coalesce *d)
-{
-	struct config c = config_get();
-
-	d->delay_us = c.coalesce_us;
-	d->flags = 0;
-	d->count = c.coalesce_count;
-}
 
 /*
  * eventfd(2) documents EINVAL for a write buffer shorter than 8 bytes; recent
@@ -219,36 +149,10 @@ static bool uefd__long_write_ok(void)
 				    memory_order_relaxed) == 1;
 }
 
-/* A ueventfd made with the environment's delay (not published yet, no
- * lock): reserve its timer's room, so that a write never has to (timer.h);
- * none can be had: no delay. */
-static void uefd__default_delay(struct uefd *e, uint32_t delay_us)
-{
-	if (delay_us && timer_reserve() == 0)
-		e->co_reserved = true;
-	else
-		delay_us = 0;
-	atomic_init(&e->sh->co_delay_us, delay_us);
-}
-
 static void uefd__owed_fn(struct lock_owed *o, unsigned bits);
-
-/* xm's attributes (SHARED): process-shared, since the block is; robust,
- * so that the kernel releases it when its holder dies (ROBUST); error
- * checking, so that a relock by its holder is an error, never a hang. */
-static pthread_mutexattr_t uefd__xattr;
-
-__attribute__((constructor)) static void uefd__setup(void)
-{
-	pthread_mutexattr_init(&uefd__xattr);
-	pthread_mutexattr_setpshared(&uefd__xattr, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&uefd__xattr, PTHREAD_MUTEX_ROBUST);
-	pthread_mutexattr_settype(&uefd__xattr, PTHREAD_MUTEX_ERRORCHECK);
-}
 
 int uefd_create(unsigned int initval, int flags)
 {
-	struct ueventfd_coalesce dflt;
 	struct uobj *o;
 	struct uefd *e;
 	int fd, r;
@@ -277,7 +181,7 @@ int uefd_create(unsigned int initval, int flags)
 		goto err_fd;
 	}
 	uefd__probe_long_write(o->kfd);
-	pthread_mutex_init(&e->sh->xm, &uefd__xattr);
+	uefd__xinit(e);
 	atomic_init(&e->sh->count, initval);
 	atomic_init(&e->sh->kunits, initval ? 1 : 0);
 	e->semaphore = flags & EFD_SEMAPHORE;
@@ -288,14 +192,7 @@ int uefd_create(unsigned int initval, int flags)
 	atomic_init(&e->sh->empty_reads, 1); /* no successful read yet */
 	atomic_init(&e->owed.bits, 0);
 	e->owed.fn = uefd__owed_fn;
-	uefd__default(&dflt);
-	if (e->semaphore)
-		dflt = (struct ueventfd_coalesce){ 0 }; /* wakes at once */
-	uefd__default_delay(e, dflt.delay_us);
-	atomic_init(&e->sh->co_count, dflt.count);
-	atomic_init(&e->sh->held, 0);
-	timer_init(&e->co_timer, &e->obj, uefd__timer_fn);
-	timer_ensure();
+	uefd__coalesce_init(e);
 	wq_init(&e->wq);
 	return uobj_publish(o, fd);
 
@@ -352,12 +249,6 @@ uint32_t uefd_poll(struct uefd *e)
 	return m;
 }
 
-/* The class of a counter or of the kernel fd's value: 0, some, full. */
-static int uefd__class(uint64_t v)
-{
-	return v == 0 ? 0 : v >= UEFD_MAX ? 2 : 1;
-}
-
 /* One step of MIRROR towards the counter's class `want` from kunits k: 0
  * to go on, -EAGAIN when units are in flight (stop).  Inside the gate. */
 static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
@@ -378,369 +269,14 @@ static int uefd__sync_step(struct uefd *e, int want, uint64_t k)
 	return 0;
 }
 
-/*
- * SHARED (issue 21; models/xmirror.pml).  A fork shares the ueventfds alive
- * at that moment instead of demoting them (uefd_share): the counter's block
- * is MAP_SHARED memory (shm.h), the kernel fd is the same file in both
- * processes, and every process that holds the ueventfd keeps reading and
- * writing the counter without a system call while its class does not change.
- * The block (SHM_BLOCK, 256 bytes) is the ueventfd's from its creation, so a
- * fork moves nothing: every call pays one load more (uefd->sh), and a
- * process that never forks nothing else.  A fork pays, once per ueventfd
- * alive then and not shared yet, the move of its watchers to kernel
- * registrations and a lock; a shared one costs nothing more at the next
- * fork (the child inherits the mapping).  Proposal 004's experiment, a
- * forked publisher and subscriber on one eventfd, lost every gain when the
- * fork demoted it (before issue 21; UEPOLL_FORK_DEMOTE_EVENTFDS=1 still
- * does: FORK in obj.c).
- * Any process may die at any instruction (SIGKILL), so the lock-free MIRROR,
- * whose kunits would stay wrong for ever after a death between a CAS of
- * kunits and its system call, is replaced by a lock that a survivor takes
- * over, and an order of steps that leaves the kernel fd at worst too ready:
- *  - an operation that keeps the counter's class (a write to a non-zero
- *    counter that does not fill it, a semaphore read that leaves it
- *    non-zero and not full) is one CAS, no lock, no system call;
- *  - one that changes the class takes `xm` and, in this order: makes the kernel fd readable first if the counter is
- *    about to become non-zero (pre-step; a semaphore counter leaving full
- *    lowers it from full first), CASes the counter, then settles the kernel
- *    fd on the counter's class (drains it after the counter reached 0, fills
- *    it after it became full), keeping `kunits` equal to its value;
- *  - the holder's death, zombie or not, releases xm (the kernel's robust
- *    futex list: ROBUST, at uefd__xrepair); the next one that takes it
- *    reads the kernel fd's true value (fdinfo) into kunits and settles
- *    (before issue 32 the lock was a word of thread ids, and a dead holder
- *    was asked with kill(tid, 0), which a zombie answers: its parent,
- *    about to waitpid, hung);
- *  - a stopped holder is not waited for (BYPASS, at uefd__xcas_bypass).
- * So at every instant a non-zero counter has a readable kernel fd, whoever
- * died where: a poller, a kernel epoll or a blocked reader of any process
- * never misses a write.  (A non-blocking read that empties a full counter
- * has the kernel fd full for a moment over a zero counter: xmirror.pml.)
- * A blocked read sleeps on the shared futex word `rwake` (counted in
- * `xsleepers`), which a write that took the counter from 0 bumps and wakes
- * after its CAS: never in read(2) on the kernel fd, which would take units
- * behind the holder's back, nor in ppoll(2) on it, which the pre-step would
- * wake before the CAS (on one CPU the reader then preempts the writer and
- * yields back: 3 switches a handoff instead of 1, 3.7x the kernel's round
- * trip; on the futex, 1.6x).  It sleeps at most a
- * second (a writer killed or stopped between its CAS and its wake wakes
- * nobody).  Watchers are kernel registrations of the fd in
- * every process (uefd_share moves the userspace ones there; a later ADD goes
- * there too: port.c), whose edge-triggered ones see one edge per class
- * change, as outside pollers always did.  The coalescing setting and `held`
- * are in the block: ueventfd_coalesce in one process is the setting of
- * all, as a file's would be.  A coalesced write defers its
- * pre-step to the timer of its own process (COALESCE); a normal exit
- * delivers what is deferred (obj.c), a killed writer's deferred wakeup waits
- * for the next operation.
- * A signal handler whose own thread holds xm (or any lock of ours) bypasses
- * it as it would a stopped holder: its thread is stopped until it returns.
- * xm's one cost in signal handlers: glibc's robust-list updates are not
- * async-signal-safe, so a handler that writes a shared ueventfd while its
- * thread is inside the program's own robust mutex operations may leave
- * that thread's robust list inconsistent, which matters only if the thread
- * then dies holding the program's mutex.  A normal exit delivers every
- * held wakeup first (obj__exit; t_fork_exit_held, with 200).
- */
-
-/* The kernel fd's true value (the holder's takeover), from fdinfo; if that
- * cannot be read, a guess from its readiness that the settle corrects. */
-static uint64_t uefd__kernel_value(struct uefd *e)
-{
-	uint64_t v;
-
-	if (sys_eventfd_value(e->obj.kfd, &v) == 0)
-		return v;
-	v = sys_poll_now(e->obj.kfd, POLLIN | POLLOUT);
-	return !(v & POLLIN) ? 0 : !(v & POLLOUT) ? UEFD_MAX : 1;
-}
-
-/* BYPASS: a change of class was made without xm since the last look
- * (recheck: stored before the bypass's first step and after its last): its
- * units are not in kunits, so the kernel fd's value is read again.  xm
- * held. */
-static void uefd__xfresh(struct uefd *e)
-{
-	if (unlikely(atomic_load_explicit(&e->sh->recheck,
-					  memory_order_relaxed)) &&
-	    atomic_exchange(&e->sh->recheck, 0))
-		atomic_store(&e->sh->kunits, uefd__kernel_value(e));
-}
-
-/* Bring the kernel fd to the counter's class.  defer: do not make it
- * readable (a coalesced write: its timer will).  xm held.  Whether it
- * wrote to the kernel fd (which woke its pollers). */
-static bool uefd__settle(struct uefd *e, bool defer)
-{
-	bool wrote = false;
-
-	for (;;) {
-		uint64_t c, k, v;
-		int want, have;
-
-		/* Each round: a bypass may come while this one works; a
-		 * drain decided before it may take its unit, and the next
-		 * round, on the true value, writes it again (BYPASS). */
-		uefd__xfresh(e);
-		c = atomic_load(&e->sh->count);
-		k = atomic_load(&e->sh->kunits);
-		want = uefd__class(c);
-		have = uefd__class(k);
-
-		if (c == UEFD_GONE || want == have)
-			return wrote;
-		if (want > have) {
-			uint64_t to = want == 2 ? UEFD_MAX : 1;
-
-			if (defer && have == 0)
-				return wrote;
-			if (want == 2) {
-				/* FILL (BYPASS): never past the maximum (a
-				 * write(2) past it blocks), whatever bypasses
-				 * raise meanwhile (uefd__xraise: a unit each,
-				 * on a look that found the fd not readable):
-				 * none in flight, none begun since before the
-				 * value is read.  In two steps: the first
-				 * leaves room for UEFD_FILL_MARGIN + 1 raises
-				 * that began after that check and looked
-				 * before this write; the rest only if still
-				 * none began (a raise that begins after the
-				 * first step finds the fd readable and writes
-				 * nothing).  Else the fill is the bypass's
-				 * settle's (too writable meanwhile).  seq_cst
-				 * loads of braise: against its RMW before the
-				 * raise's look. */
-				uint64_t b = atomic_load(&e->sh->braise);
-				uint64_t part = UEFD_MAX - 1 - UEFD_FILL_MARGIN;
-
-				if (b & UEFD_BRAISE_NOW)
-					return wrote;
-				k = uefd__kernel_value(e);
-				if (atomic_load(&e->sh->braise) != b)
-					continue;
-				if (k < part) {
-					sys_eventfd_add(e->obj.kfd, part - k);
-					k = part;
-					wrote = true;
-				}
-				atomic_store(&e->sh->kunits, k);
-				if (atomic_load(&e->sh->braise) != b)
-					return wrote;
-				/* None began since the value was read: the
-				 * fd holds k exactly. */
-				sys_eventfd_add(e->obj.kfd, UEFD_MAX - k);
-				atomic_store(&e->sh->kunits, UEFD_MAX);
-				wrote = true;
-				continue;
-			}
-			/* The write first: a death in between leaves kunits
-			 * low, which a takeover reads again. */
-			sys_eventfd_add(e->obj.kfd, to - k);
-			atomic_store(&e->sh->kunits, to);
-			wrote = true;
-			continue;
-		}
-		if (sys_eventfd_take(e->obj.kfd, &v) < 0) {
-			/* kunits was wrong (a takeover's guess): it is 0. */
-			atomic_store(&e->sh->kunits, 0);
-			continue;
-		}
-		atomic_store(&e->sh->kunits, k >= v ? k - v : 0);
-	}
-}
-
 /* The counter left 0 (its CAS is done): wake the blocked readers asleep
  * on rwake, counted in xsleepers: SHARED's of every process, NAP's of this
  * one (seq_cst load after the CAS: Dekker with uefd__rsleep). */
-static void uefd__xwake(struct uefd *e)
+void uefd__xwake(struct uefd *e)
 {
 	if (atomic_load(&e->sh->xsleepers)) {
 		atomic_fetch_add(&e->sh->rwake, 1);
 		sys_futex_xwake(&e->sh->rwake, INT_MAX);
-	}
-}
-
-enum { UEFD_XLOCKED, UEFD_XBYPASS };
-
-/* SHARED HOLD, xm held: move `moving` into the counter (what does not
- * fit goes back to `held`), then clear it.  The CAS and the clear are
- * adjacent: a holder that dies between them has the move done again by
- * its taker (a value twice), one that dies between the exchange of `held`
- * and the store of `moving` loses it: two windows of one instruction,
- * where the exchange-then-add of one process had a system call between. */
-static uint64_t uefd__xmove(struct uefd *e, uint64_t *from)
-{
-	uint64_t m = atomic_load(&e->sh->moving), c, take = 0;
-
-	c = atomic_load(&e->sh->count);
-	while (m && c != UEFD_GONE) {
-		take = UEFD_MAX - c < m ? UEFD_MAX - c : m;
-		/* Pre-step: readable before the counter leaves 0. */
-		if (c == 0 && take && atomic_load(&e->sh->kunits) == 0) {
-			sys_eventfd_add(e->obj.kfd, 1);
-			atomic_store(&e->sh->kunits, 1);
-		}
-		/* The clear right after the CAS: the window in which a death
-		 * has the batch added twice is these two instructions. */
-		if (atomic_compare_exchange_strong(&e->sh->count, &c,
-						   c + take)) {
-			atomic_store(&e->sh->moving, 0);
-			break;
-		}
-	}
-	if (m && c != UEFD_GONE && take < m)
-		atomic_fetch_add(&e->sh->held, m - take);
-	if (m && c == UEFD_GONE) /* demoted: the kernel fd is the counter */
-		(void)sys_write(e->obj.kfd, &m, sizeof(m));
-	if (m && c == UEFD_GONE)
-		atomic_store(&e->sh->moving, 0);
-	*from = c;
-	return take;
-}
-
-#ifndef FUTEX_TID_MASK
-#define FUTEX_TID_MASK 0x3fffffff
-#endif
-
-/* The holder of xm, 0 if none: a robust futex's word is its holder's thread
- * id (the kernel's robust-futex ABI, which glibc's robust mutex keeps). */
-static uint32_t uefd__xowner(struct uefd *e)
-{
-	return (uint32_t)__atomic_load_n(&e->sh->xm.__data.__lock,
-					 __ATOMIC_SEQ_CST) &
-	       FUTEX_TID_MASK;
-}
-
-/* Is xm held, or was it released by its holder's death and not yet
- * repaired (FUTEX_OWNER_DIED)?  A settle is owed then (ROBUST). */
-static bool uefd__xbusy(struct uefd *e)
-{
-	return __atomic_load_n(&e->sh->xm.__data.__lock, __ATOMIC_SEQ_CST) != 0;
-}
-
-/* Until xm's holder is no longer o (true): a short spin (the holder runs on
- * another CPU), then a few yields (it was preempted on this one, often by
- * the very reader its pre-step woke). */
-static bool uefd__xspin(struct uefd *e, uint32_t o)
-{
-	for (int i = 0; i < 64 + 4; i++) {
-		if (uefd__xowner(e) != o)
-			return true;
-		if (i >= 64)
-			sys_yield();
-#if defined(__x86_64__) || defined(__i386__)
-		else
-			__builtin_ia32_pause();
-#endif
-	}
-	return false;
-}
-
-/* ROBUST: xm's holder died (the kernel released the lock at its exit,
- * zombie or not, and this locker got EOWNERDEAD): it may have left the
- * kernel fd between two steps, kunits wrong and a held batch half-moved.
- * Repair, then mark the lock consistent. */
-static void uefd__xrepair(struct uefd *e)
-{
-	uint64_t from = 1;
-	bool moved;
-
-	atomic_store(&e->sh->kunits, uefd__kernel_value(e));
-	moved = uefd__xmove(e, &from) && from == 0;
-	if (uefd__settle(e, false) || moved)
-		uefd__xwake(e); /* what the dead one owed */
-	sys_xm_consistent(&e->sh->xm);
-}
-
-/* BYPASS: how long a locker waits for a holder that is not seen stopped
- * before it bypasses it anyway: a holder is between two system calls, so a
- * longer hold means it cannot run (a signal handler of its thread that
- * blocks, a stop that /proc cannot show: another PID namespace, no /proc),
- * or is preempted for long; bypassing a holder that runs is correct too. */
-#define UEFD_XWAIT_MS 2
-#define UEFD_XWAITS 2
-
-/*
- * Take xm (UEFD_XLOCKED), or answer UEFD_XBYPASS: this thread is inside one
- * of our locks (a signal handler, xm's own holder included: it must not
- * call into the mutex), or, with `bypass`, xm's holder is stopped (asked in
- * /proc once a short spin has passed, then every UEFD_XWAIT_MS) or has not
- * let go within UEFD_XWAITS such waits (BYPASS, below).  A dead holder was
- * released by the kernel (ROBUST).  Without `bypass` (a demotion, a share)
- * the holder is waited for, however long.
- */
-static int uefd__xlock(struct uefd *e, bool bypass)
-{
-	pthread_mutex_t *m = &e->sh->xm;
-	bool spun = false;
-	int r, waits = 0;
-	uint32_t o;
-
-	if (lock_held_here())
-		return UEFD_XBYPASS;
-	lock_leaf_enter();
-	for (;;) {
-		r = sys_xm_trylock(m);
-		if (r == EBUSY) {
-			o = uefd__xowner(e);
-			if (!spun && o) {
-				spun = true;
-				if (uefd__xspin(e, o))
-					continue;
-			}
-			if (bypass && (waits >= UEFD_XWAITS ||
-				       (o && sys_thread_stopped(o)))) {
-				lock_leaf_leave();
-				return UEFD_XBYPASS;
-			}
-			r = sys_xm_lock_ms(m, UEFD_XWAIT_MS);
-			if (r == ETIMEDOUT) {
-				waits++;
-				continue;
-			}
-		}
-		if (r == EOWNERDEAD) {
-			uefd__xrepair(e);
-			r = 0;
-		}
-		if (r == 0)
-			return UEFD_XLOCKED;
-		/* (ENOTRECOVERABLE cannot be: every EOWNERDEAD is repaired
-		 * and made consistent.) */
-		lock_leaf_leave();
-		return UEFD_XBYPASS;
-	}
-}
-
-static void uefd__xunlock(struct uefd *e)
-{
-	sys_xm_unlock(&e->sh->xm);
-	lock_leaf_leave();
-	/* A change made without the lock while this thread held it (BYPASS):
-	 * settle again, on the kernel fd's true value. */
-	if (unlikely(atomic_load_explicit(&e->sh->recheck,
-					  memory_order_relaxed)) &&
-	    uefd__xlock(e, true) == UEFD_XLOCKED) {
-		uefd__settle(e, false);
-		uefd__xunlock(e);
-	}
-}
-
-static bool uefd__shared(struct uefd *e)
-{
-	return atomic_load_explicit(&e->sh->shared, memory_order_relaxed);
-}
-
-static void uefd__flush(struct uefd *e);
-
-void uefd_flush_exit(struct uefd *e)
-{
-	if (uefd__shared(e)) {
-		uefd__flush(e);
-		/* A run the thread had begun: the exit would stop it half-way
-		 * (its settle not made: a non-zero counter over an unreadable
-		 * kernel fd, for the other processes). */
-		timer_wait_idle(&e->co_timer);
 	}
 }
 
@@ -750,199 +286,9 @@ void uefd_kedge(struct uefd *e)
 		atomic_store(&e->sh->kedge, 1);
 }
 
-bool uefd_shared(struct uefd *e)
+/* MIRROR's sync (uefd__sync): step until the classes agree. */
+static void uefd__msync(struct uefd *e)
 {
-	return uefd__shared(e);
-}
-
-bool uefd_kwatched(struct uefd *e)
-{
-	uint32_t k;
-
-	while ((k = atomic_load(&e->sh->kwatch)) == 1)
-		sys_futex_xwait(&e->sh->kwatch, 1, -1);
-	return k == 2;
-}
-
-static void uefd__xowe(struct uefd *e);
-
-/*
- * BYPASS: a change of class made without xm, whose holder cannot be waited
- * for: it is stopped (SIGSTOP, job control, a debugger), or it is this very
- * thread, which a signal handler interrupted (the handler runs with the
- * depth raised: lock_held_here).  The kernel never makes one process's
- * eventfd call wait for another, so neither may this.  What the holder may
- * do when it runs again is a step it decided before: a raise (harmless: the
- * kernel fd too ready), or a drain of the kernel fd decided on a counter
- * that was 0, which may take a unit this bypass put there.  So:
- *  - `recheck` is stored first and last: the holder, and every later
- *    settle under xm, read the kernel fd's true value before they trust
- *    kunits (uefd__xfresh), and the holder looks at it before its drain;
- *  - a counter leaving 0 makes the kernel fd readable before the CAS (if a
- *    look finds it not readable), and looks again after the CAS: a drain
- *    that came between took the unit, so it writes one more;
- *  - a semaphore counter leaving full takes a unit first (if the kernel fd
- *    is full), so that it is writable at once;
- *  - a counter that reached 0 has the kernel fd drained after the CAS
- *    (taken until EAGAIN: the true value), then looked at again: a bypass
- *    that made it non-zero meanwhile may have had its unit taken, and it
- *    is written again (if the fd is not readable);
- *  - a counter that became full is left to the next settle under xm (the
- *    fd writable too long meanwhile).
- * What is left, in models/xmirror.pml: a process killed between such a
- * drain and the raise after it, or a stopped holder continued and killed
- * there, leaves the fd not readable over a non-zero counter until the next
- * operation's settle (the next lock repairs a dead holder's: ROBUST).
- * models/xbypass.pml adds a third process stopped in its write, so that two
- * bypasses race.  A stopped holder is asked about by its thread id: a new,
- * stopped thread given the same id in between would be taken for it
- * (harmless: bypassing a running holder is correct too; Linux hands out
- * ids in a cycle, so it needs pid_max threads made in between).
- */
-/* BYPASS: make the kernel fd readable if it is not.  Counted in braise
- * from before the look to after the write (FILL in uefd__settle: a holder
- * fills only while none is counted and none began since it read the
- * value); `recheck` stored before the uncount, so that a fill this left
- * undone is owed to the next settle. */
-static bool uefd__xraise(struct uefd *e)
-{
-	bool w = false;
-
-	/* seq_cst RMW before the look: against the holder's loads. */
-	atomic_fetch_add(&e->sh->braise, UEFD_BRAISE_ONE);
-	if (!(sys_poll_now(e->obj.kfd, POLLIN) & POLLIN)) {
-		sys_eventfd_add(e->obj.kfd, 1);
-		w = true;
-	}
-	atomic_store(&e->sh->recheck, 1);
-	atomic_fetch_sub(&e->sh->braise, 1);
-	return w;
-}
-
-/* BYPASS: a semaphore counter that left its maximum makes the kernel fd
- * writable if it is full. */
-static void uefd__xunfill(struct uefd *e)
-{
-	uint64_t v;
-
-	if (!(sys_poll_now(e->obj.kfd, POLLOUT) & POLLOUT))
-		(void)sys_eventfd_take(e->obj.kfd, &v);
-}
-
-static bool uefd__xcas_bypass(struct uefd *e, uint64_t *c, uint64_t n,
-			      bool defer, bool *kw)
-{
-	bool up = *c == 0 && n > 0 && !defer, unfull, ok;
-	uint64_t v;
-
-	unfull = uefd__class(*c) == 2 && n < UEFD_MAX && e->semaphore;
-	atomic_store(&e->sh->recheck, 1);
-	if (up && uefd__xraise(e))
-		*kw = true;
-	else if (unfull)
-		uefd__xunfill(e);
-	ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
-	if (ok && unfull)
-		uefd__xunfill(e); /* (a holder's fill decided before it) */
-	if (ok && n == 0) {
-		while (sys_eventfd_take(e->obj.kfd, &v) == sizeof(v))
-			;
-		/* seq_cst, Dekker with a holder's CAS then its look at
-		 * recheck (uefd__xfresh): it reads the kernel fd again, or
-		 * this look sees its CAS (the drain may have taken the unit
-		 * of its pre-step). */
-		atomic_store(&e->sh->recheck, 1);
-		up = atomic_load(&e->sh->count) != 0;
-	}
-	/* seq_cst: the look after the CAS (a drain before it took the unit,
-	 * one after it sees the counter non-zero and raises again). */
-	if (ok && up && uefd__xraise(e))
-		*kw = true;
-	if (ok && *c == 0 && n > 0 && !defer)
-		uefd__xwake(e);
-	uefd__xowe(e);
-	return ok;
-}
-
-/* SHARED: CAS the counter from *c to n, which changes its class; false
- * (with *c the counter now) if it changed meanwhile.  defer: a coalesced
- * write, whose readiness the timer shows.  *kw: set if the kernel fd was
- * written (its pollers woken). */
-static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
-		       bool *kw)
-{
-	uint64_t v;
-	bool ok, from0;
-
-	if (uefd__xlock(e, true) == UEFD_XBYPASS)
-		return uefd__xcas_bypass(e, c, n, defer, kw);
-	if (atomic_load(&e->sh->count) != *c) {
-		*c = atomic_load(&e->sh->count);
-		uefd__xunlock(e);
-		return false;
-	}
-	uefd__xfresh(e);
-	/* Pre-step: the kernel fd more ready first. */
-	if (*c == 0 && n > 0 && !defer && atomic_load(&e->sh->kunits) == 0) {
-		sys_eventfd_add(e->obj.kfd, 1);
-		atomic_store(&e->sh->kunits, 1);
-		*kw = true;
-	} else if (uefd__class(*c) == 2 && n < UEFD_MAX && e->semaphore &&
-		   uefd__class(atomic_load(&e->sh->kunits)) == 2 &&
-		   sys_eventfd_take(e->obj.kfd, &v) == sizeof(v)) {
-		atomic_fetch_sub(&e->sh->kunits, v);
-	}
-	from0 = *c == 0;
-	ok = atomic_compare_exchange_strong(&e->sh->count, c, n);
-	if (uefd__settle(e, defer))
-		*kw = true;
-	uefd__xunlock(e);
-	/* Blocked readers after the CAS (a coalesced write's, at its
-	 * delivery: uefd__xsync). */
-	if (ok && from0 && n > 0 && !defer)
-		uefd__xwake(e);
-	return ok;
-}
-
-/* Does going from c to n need the lock (SHARED)? */
-static bool uefd__crosses(uint64_t c, uint64_t n)
-{
-	return uefd__class(c) != uefd__class(n);
-}
-
-/* SHARED sync: settle under the lock if the classes disagree (a deferred
- * wakeup being delivered, over-readiness a holder left) or a holder is at
- * work (which may be dead). */
-static void uefd__xsync(struct uefd *e)
-{
-	uint64_t c = atomic_load(&e->sh->count);
-	bool raised;
-
-	if (c == UEFD_GONE ||
-	    (uefd__class(c) == uefd__class(atomic_load(&e->sh->kunits)) &&
-	     !uefd__xbusy(e) && !atomic_load(&e->sh->recheck)))
-		return;
-	if (uefd__xlock(e, true) == UEFD_XBYPASS) {
-		/* The holder settles after it (BYPASS). */
-		uefd__xowe(e);
-		return;
-	}
-	raised = uefd__settle(e, false);
-	uefd__xunlock(e);
-	/* A deferred wakeup delivered: the blocked readers too. */
-	c = atomic_load(&e->sh->count);
-	if (raised && c && c != UEFD_GONE)
-		uefd__xwake(e);
-}
-
-/* MIRROR: bring the kernel fd's class to the counter's.  Lock-free and
- * async-signal-safe; no system call when they agree. */
-static void uefd__sync(struct uefd *e)
-{
-	if (unlikely(uefd__shared(e))) {
-		uefd__xsync(e);
-		return;
-	}
 	for (;;) {
 		/* seq_cst: pairs with the counter's CAS in every writer and
 		 * reader, and with kunits' updates (MIRROR). */
@@ -965,7 +311,8 @@ static void uefd__sync(struct uefd *e)
 		 * (seq_cst, Dekker against the demotion's exchange). */
 		atomic_fetch_add(&e->sh->syncing, 1);
 		/* SHARED began meanwhile (seq_cst: Dekker with uefd_share's
-		 * store then its look at syncing): its protocol, not this. */
+		 * store then its look at syncing; STEPS): its protocol, not
+		 * this. */
 		if (unlikely(atomic_load(&e->sh->shared))) {
 			atomic_fetch_sub(&e->sh->syncing, 1);
 			uefd__xsync(e);
@@ -981,62 +328,6 @@ static void uefd__sync(struct uefd *e)
 		if (r < 0)
 			return;
 	}
-}
-
-static void uefd__show(struct uefd *e);
-
-/* The wakeups held by earlier writes (COALESCE), and their values (HOLD):
- * show them and ring what is still owed. */
-static void uefd__deliver(struct uefd *e)
-{
-	uefd__show(e);
-	if (atomic_load(&e->wq.n))
-		wq_kick(&e->wq);
-	/* kfd is ours whatever became of the public number. */
-	uefd__sync(e);
-	if (atomic_load(&e->sh->count))
-		uefd__xwake(e); /* NAP */
-}
-
-/* Deliver now what the timer would have: the deferred wakeups if a run was
- * pending (cancelled here), else any writes a racing writer held after the
- * last run (HOLD).  Close and a change of setting call it. */
-static void uefd__flush(struct uefd *e)
-{
-	if (timer_cancel(&e->co_timer))
-		uefd__deliver(e);
-	else
-		uefd__show(e);
-}
-
-static void uefd__timer_fn(struct timer *t)
-{
-	uefd__deliver(container_of(t, struct uefd, co_timer));
-}
-
-/* Arm e's timer: 0, or < 0 when there is no thread or no room (the caller
- * then delivers at once).  Never starts the thread: a write, which may come
- * from a signal handler that interrupted malloc, must not (SIGNALS in
- * timer.c; issue 32).  A forked child has one from the fork if its parent
- * had one (timer_fork_child_start), else from its next ueventfd() or
- * ueventfd_coalesce(). */
-static int uefd__arm(struct uefd *e, uint64_t ns)
-{
-	return timer_arm(&e->co_timer, ns);
-}
-
-/* Hold this write's wakeups?  `now` is the counter after the write. */
-static uint32_t uefd__hold_us(struct uefd *e, uint64_t now)
-{
-	uint32_t d = atomic_load_explicit(&e->sh->co_delay_us,
-					  memory_order_relaxed) &
-		     ~UEFD_HOLD_BIT;
-	uint64_t cnt;
-
-	if (!d)
-		return 0;
-	cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
-	return cnt && now >= cnt ? 0 : d;
 }
 
 static void uefd__unwait(void *arg)
@@ -1076,263 +367,10 @@ static int uefd__wait_room(struct uefd *e, uint64_t v, bool *blocked)
 	/* UEFD_GONE: the caller passes the write to the kernel fd (DEMOTE:
 	 * the demotion may have bumped wseq before the load above). */
 	if (c != UEFD_GONE && uefd__room(c, atomic_load(&e->sh->held)) < v)
-		/* SHARED: a reader that made room may die before its wake. */
 		r = sys_futex_xsleep(&e->sh->wseq, seq,
-				     uefd__shared(e) ? 100 * 1000000 : -1);
+				     uefd__steps(e)->room_ns);
 	pthread_cleanup_pop(1);
 	return r == -EINTR ? r : 0;
-}
-
-static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
-
-/* Show the held writes (HOLD): move them into the counter and wake as one
- * write of their sum that is due now.  The timer thread, a write that
- * reaches the count, a change of setting and close call it. */
-/* SHARED HOLD: show the held writes under xm, through `moving`
- * (uefd__xmove), so that a shower killed in the middle loses nothing.
- * false: BYPASS (a stopped holder, or a handler inside one of our locks):
- * the plain way then. */
-static bool uefd__xshow(struct uefd *e)
-{
-	uint64_t h, c, take;
-
-	if (uefd__xlock(e, true) == UEFD_XBYPASS)
-		return false;
-	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
-		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
-	h = atomic_exchange(&e->sh->held, 0);
-	atomic_store(&e->sh->moving, h);
-	take = uefd__xmove(e, &c);
-	(void)uefd__settle(e, false);
-	uefd__xunlock(e);
-	if (take && c == 0)
-		uefd__xwake(e);
-	if (take < h && c != UEFD_GONE)
-		(void)uefd__arm(e, uefd__delay_ns(e)); /* the rest: next run */
-	if (take)
-		uefd__wrote(e, c + take, true);
-	return true;
-}
-
-static void uefd__show(struct uefd *e)
-{
-	uint64_t h, c, take;
-	bool kw = false;
-
-	if (!atomic_load(&e->sh->held))
-		return;
-	if (unlikely(uefd__shared(e)) && uefd__xshow(e))
-		return;
-	if (atomic_load_explicit(&e->sh->due, memory_order_relaxed))
-		atomic_store_explicit(&e->sh->due, 0, memory_order_relaxed);
-	h = atomic_exchange(&e->sh->held, 0);
-	if (!h)
-		return;
-	c = atomic_load(&e->sh->count);
-	if (c == UEFD_GONE) {
-		/* A held write that raced with a demotion: the kernel fd has
-		 * the counter now (DEMOTE). */
-		uefd_demote_wait(e);
-		(void)sys_write(e->obj.kfd, &h, sizeof(h));
-		return;
-	}
-	do
-		take = UEFD_MAX - c < h ? UEFD_MAX - c : h;
-	while (unlikely(uefd__shared(e)) && uefd__crosses(c, c + take)
-		       ? !uefd__xcas(e, &c, c + take, false, &kw)
-		       : !atomic_compare_exchange_weak(&e->sh->count, &c,
-						       c + take));
-	if (take < h) {
-		/* It did not fit (HOLD): the rest waits for the next run.  If
-		 * none can be armed, the next write, change or close shows
-		 * it. */
-		atomic_fetch_add(&e->sh->held, h - take);
-		(void)uefd__arm(e, uefd__delay_ns(e));
-	}
-	uefd__wrote(e, c + take, true);
-}
-
-/* HOLD: the timer shows the held writes, or this write does if it brought
- * them to the count (or if no timer can be had).  held_now: `held` after
- * the write. */
-static void uefd__held(struct uefd *e, uint64_t held_now)
-{
-	uint64_t cnt = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
-
-	if (unlikely(uefd__shared(e)) &&
-	    !atomic_load_explicit(&e->sh->due, memory_order_relaxed))
-		atomic_store_explicit(&e->sh->due,
-				      sys_now_ns() + uefd__delay_ns(e),
-				      memory_order_relaxed);
-	if ((cnt && held_now >= cnt) ||
-	    uefd__arm(e, uefd__delay_ns(e)) < 0)
-		uefd__show(e);
-}
-
-/*
- * SIGNALS (lock.h).  A read or write made by a signal handler whose thread
- * holds one of uepoll's locks does what needs none (the counter, the
- * mirror, the futex of blocked writers) and owes the rest: the walk of the
- * watchers (EPOLLIN after a write, EPOLLOUT and "no longer ready" after a
- * read) and, for a held write, the timer.  The interrupted frame runs it
- * when it leaves its last lock, at most a lock's hold time later, which is
- * as if the write had come then.  Several owed writes are delivered by one
- * walk: an edge-triggered watcher may see them as one event.
- */
-#define UEFD_OWE_IN 0x1u   /* a write's walk (uefd__wrote) */
-#define UEFD_OWE_HELD 0x2u /* a held write's timer (uefd__held) */
-#define UEFD_OWE_OUT 0x4u  /* a read's walk (uefd__was_read) */
-#define UEFD_OWE_SYNC 0x8u /* SHARED: a settle under xm (BYPASS) */
-
-static void uefd__was_read(struct uefd *e, bool emptied);
-
-static void uefd__owed_hold(struct lock_owed *o)
-{
-	uobj_get(&container_of(o, struct uefd, owed)->obj);
-}
-
-/* The owed work (bits) of e, done by a thread that holds no lock. */
-static void uefd__owed_work(struct uefd *e, unsigned bits)
-{
-	if (bits & UEFD_OWE_IN)
-		uefd__wrote(e, atomic_load(&e->sh->count), false);
-	if (bits & UEFD_OWE_HELD)
-		uefd__held(e, atomic_load(&e->sh->held));
-	if (bits & UEFD_OWE_OUT)
-		uefd__was_read(e, atomic_load(&e->sh->count) == 0);
-	if (bits & UEFD_OWE_SYNC)
-		uefd__sync(e);
-}
-
-/* BYPASS, after the step: a handler inside one of this thread's locks owes
- * the settle to its thread (which runs it at depth 0, xm free or held by
- * another); a caller that bypassed a stopped holder settles if the lock is
- * free by now, else leaves it to that holder's unlock (recheck). */
-static void uefd__xowe(struct uefd *e)
-{
-	int r;
-
-	/* Last: the holder's unlock, or the next settle, sees it after every
-	 * step of this bypass. */
-	atomic_store(&e->sh->recheck, 1);
-	if (lock_held_here()) {
-		lock_owe(&e->owed, UEFD_OWE_SYNC, uefd__owed_hold);
-		return;
-	}
-	lock_leaf_enter();
-	r = sys_xm_trylock(&e->sh->xm);
-	if (r == EOWNERDEAD) {
-		uefd__xrepair(e);
-		r = 0;
-	}
-	if (r == 0) {
-		(void)uefd__settle(e, false);
-		uefd__xunlock(e);
-		return;
-	}
-	lock_leaf_leave();
-}
-
-static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
-{
-	struct uefd *e = container_of(o, struct uefd, owed);
-
-	uefd__owed_work(e, bits);
-	uobj_put(&e->obj);
-}
-
-ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
-{
-	bool hw; /* UEVENTFD_HOLD_WRITES: the write goes to `held` (HOLD) */
-	bool kw = false; /* SHARED: the kernel fd was written for it */
-	/* SHARED: its locked section settled the kernel fd, and a shared
-	 * ueventfd has no userspace watcher: nothing left for uefd__wrote. */
-	bool settled = false;
-	bool blocked = false; /* this call has begun to wait for room */
-	_Atomic uint64_t *to;
-	uint64_t v, cur;
-	int r;
-
-	if (n < sizeof(v) || (n > sizeof(v) && !uefd__long_write_ok()))
-		return -EINVAL;
-	if (!buf) /* the kernel's failed copy; other bad pointers fault */
-		return -EFAULT;
-	memcpy(&v, buf, sizeof(v));
-	if (v == UINT64_MAX)
-		return -EINVAL;
-	/* SHARED: the wakeups only are held (a plain delay): moving a held
-	 * batch into the counter is two words, and a process killed between
-	 * them would lose or double it (t_xproc_kill, TSan). */
-	hw = (atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
-	      UEFD_HOLD_BIT) &&
-	     !uefd__shared(e);
-	to = hw ? &e->sh->held : &e->sh->count;
-	cur = atomic_load(to);
-	for (;;) {
-		/* Room is judged on the counter plus what is held.  A plain
-		 * write does not look at `held`: it is 0 unless the setting
-		 * changed under concurrent writers, and then uefd__show keeps
-		 * what does not fit. */
-		uint64_t c = hw ? atomic_load(&e->sh->count) : cur;
-
-		if (unlikely(c == UEFD_GONE)) {
-			/* DEMOTE: the kernel fd has the counter. */
-			uefd_demote_wait(e);
-			return sys_write(e->obj.kfd, buf, n);
-		}
-		if (uefd__room(c, hw ? cur : 0) < v) {
-			r = uefd__wait_room(e, v, &blocked);
-			if (r < 0)
-				return r;
-			cur = atomic_load(to);
-			continue;
-		}
-		if (!hw && unlikely(uefd__shared(e)) &&
-		    uefd__crosses(cur, cur + v)) {
-			/* SHARED: a change of class, under the lock. */
-			bool defer = uefd__hold_us(e, cur + v) != 0;
-
-			if (uefd__xcas(e, &cur, cur + v, defer, &kw)) {
-				settled = !defer;
-				break;
-			}
-			continue;
-		}
-		if (atomic_compare_exchange_weak(to, &cur, cur + v))
-			break;
-	}
-	if (unlikely(lock_held_here())) {
-		/* A signal handler inside one of our locks: SIGNALS. */
-		if (!hw) {
-			uefd__sync(e);
-			uefd__xwake(e); /* NAP (async-signal-safe) */
-		}
-		lock_owe(&e->owed, hw ? UEFD_OWE_HELD : UEFD_OWE_IN,
-			 uefd__owed_hold);
-		return sizeof(v);
-	}
-	if (!hw && !settled)
-		uefd__wrote(e, cur + v, false);
-	else if (hw)
-		uefd__held(e, cur + v);
-	/* An edge per write for edge-triggered kernel watchers (kedge), as
-	 * the kernel's: a write that left the kernel fd alone (SHARED: did
-	 * not write it; else: kept the class, so its sync wrote nothing)
-	 * writes 0 to it, which wakes them.  Not a coalesced write: its
-	 * delivery wakes. */
-	if (unlikely(atomic_load_explicit(&e->sh->kedge, memory_order_relaxed)) &&
-	    !hw && (uefd__shared(e) ? !kw : !uefd__crosses(cur, cur + v)) &&
-	    !uefd__hold_us(e, cur + v))
-		sys_eventfd_add(e->obj.kfd, 0);
-	/* A write that filled the counter ended EPOLLOUT: a watched instance
-	 * forgets an item queued for it, as after a read that emptied it
-	 * (uefd__was_read), or its holder's kernel epoll would report it. */
-	if (unlikely(v && !uefd__room(hw ? atomic_load(&e->sh->count) : cur + v,
-				      hw ? cur + v : 0)) &&
-	    (bell_any_watched() || port_any_kheld()) &&
-	    atomic_load(&e->wq.nout))
-		wq_unready(&e->wq);
-	return sizeof(v);
 }
 
 /*
@@ -1340,7 +378,7 @@ ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
  * the wakeups of) the watchers and the kernel fd.  due: the held writes
  * being shown (uefd__show), whose wakeup is due now.
  */
-static void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
+void uefd__wrote(struct uefd *e, uint64_t now_count, bool due)
 {
 	uint32_t hold = due ? 0 : uefd__hold_us(e, now_count);
 	bool held = false;
@@ -1377,6 +415,214 @@ static void uefd__was_read(struct uefd *e, bool emptied)
 		wq_unready(&e->wq);
 }
 
+/*
+ * SIGNALS (lock.h).  A read or write made by a signal handler whose thread
+ * holds one of uepoll's locks does what needs none (the counter, the
+ * mirror, the futex of blocked writers) and owes the rest: the walk of the
+ * watchers (EPOLLIN after a write, EPOLLOUT and "no longer ready" after a
+ * read) and, for a held write, the timer.  The interrupted frame runs it
+ * when it leaves its last lock, at most a lock's hold time later, which is
+ * as if the write had come then.  Several owed writes are delivered by one
+ * walk: an edge-triggered watcher may see them as one event.  What is owed:
+ * UEFD_OWE_* (eventfd_impl.h).
+ */
+void uefd__owed_hold(struct lock_owed *o)
+{
+	uobj_get(&container_of(o, struct uefd, owed)->obj);
+}
+
+/* The owed work (bits) of e, done by a thread that holds no lock. */
+static void uefd__owed_work(struct uefd *e, unsigned bits)
+{
+	if (bits & UEFD_OWE_IN)
+		uefd__wrote(e, atomic_load(&e->sh->count), false);
+	if (bits & UEFD_OWE_HELD)
+		uefd__held(e, atomic_load(&e->sh->held));
+	if (bits & UEFD_OWE_OUT)
+		uefd__was_read(e, atomic_load(&e->sh->count) == 0);
+	if (bits & UEFD_OWE_SYNC)
+		uefd__sync(e);
+}
+
+static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
+{
+	struct uefd *e = container_of(o, struct uefd, owed);
+
+	uefd__owed_work(e, bits);
+	uobj_put(&e->obj);
+}
+
+/* A write filled the counter: EPOLLOUT ended.  A watched instance forgets
+ * an item queued for it, as after a read that emptied it (uefd__was_read),
+ * or its holder's kernel epoll would report it. */
+static void uefd__full(struct uefd *e)
+{
+	if ((bell_any_watched() || port_any_kheld()) &&
+	    atomic_load(&e->wq.nout))
+		wq_unready(&e->wq);
+}
+
+/* The rest of a write that took the counter from cur to cur + v.  settled:
+ * its cross step settled the kernel fd, and left nothing for uefd__wrote
+ * (SHARED: a shared ueventfd has no userspace watcher); kw: the cross step
+ * wrote the kernel fd. */
+static void uefd__added(struct uefd *e, uint64_t cur, uint64_t v,
+			bool settled, bool kw)
+{
+	if (unlikely(lock_held_here())) {
+		/* A signal handler inside one of our locks: SIGNALS. */
+		uefd__sync(e);
+		uefd__xwake(e); /* NAP (async-signal-safe) */
+		lock_owe(&e->owed, UEFD_OWE_IN, uefd__owed_hold);
+		return;
+	}
+	if (!settled)
+		uefd__wrote(e, cur + v, false);
+	/* An edge per write for edge-triggered kernel watchers (kedge), as
+	 * the kernel's: a write that left the kernel fd alone (SHARED: did
+	 * not write it; else: kept the class, so its sync wrote nothing)
+	 * writes 0 to it, which wakes them.  Not a coalesced write: its
+	 * delivery wakes. */
+	if (unlikely(atomic_load_explicit(&e->sh->kedge, memory_order_relaxed)) &&
+	    !uefd__steps(e)->wrote_kfd(cur, cur + v, kw) &&
+	    !uefd__hold_us(e, cur + v))
+		sys_eventfd_add(e->obj.kfd, 0);
+	if (unlikely(v && !uefd__room(cur + v, 0)))
+		uefd__full(e);
+}
+
+/* A write of v held (HOLD in eventfd_hold.c): added to `held`, touching
+ * nothing else but the timer (uefd__held).  Room is judged on the counter
+ * plus what is held. */
+static ssize_t uefd__add_held(struct uefd *e, const void *buf, size_t n,
+			      uint64_t v)
+{
+	bool blocked = false; /* this call has begun to wait for room */
+	uint64_t c, cur;
+	int r;
+
+	cur = atomic_load(&e->sh->held);
+	for (;;) {
+		c = atomic_load(&e->sh->count);
+		if (unlikely(c == UEFD_GONE)) {
+			/* DEMOTE: the kernel fd has the counter. */
+			uefd_demote_wait(e);
+			return sys_write(e->obj.kfd, buf, n);
+		}
+		if (uefd__room(c, cur) < v) {
+			r = uefd__wait_room(e, v, &blocked);
+			if (r < 0)
+				return r;
+			cur = atomic_load(&e->sh->held);
+			continue;
+		}
+		if (atomic_compare_exchange_weak(&e->sh->held, &cur, cur + v))
+			break;
+	}
+	if (unlikely(lock_held_here())) {
+		/* A signal handler inside one of our locks: SIGNALS. */
+		lock_owe(&e->owed, UEFD_OWE_HELD, uefd__owed_hold);
+		return sizeof(v);
+	}
+	uefd__held(e, cur + v);
+	/* No edge of its own for the kernel's watchers (kedge): its delivery
+	 * wakes. */
+	if (unlikely(v && !uefd__room(atomic_load(&e->sh->count), cur + v)))
+		uefd__full(e);
+	return sizeof(v);
+}
+
+/* A write of v to the counter. */
+static ssize_t uefd__add(struct uefd *e, const void *buf, size_t n,
+			 uint64_t v)
+{
+	const struct uefd_steps *s;
+	bool kw = false; /* SHARED: the kernel fd was written for it */
+	bool settled = false; /* its cross step settled the kernel fd */
+	bool blocked = false; /* this call has begun to wait for room */
+	uint64_t cur;
+	int r;
+
+	cur = atomic_load(&e->sh->count);
+	for (;;) {
+		/* Room is judged on the counter.  A plain write does not look
+		 * at `held`: it is 0 unless the setting changed under
+		 * concurrent writers, and then uefd__show keeps what does not
+		 * fit. */
+		if (unlikely(cur == UEFD_GONE)) {
+			/* DEMOTE: the kernel fd has the counter. */
+			uefd_demote_wait(e);
+			return sys_write(e->obj.kfd, buf, n);
+		}
+		if (uefd__room(cur, 0) < v) {
+			r = uefd__wait_room(e, v, &blocked);
+			if (r < 0)
+				return r;
+			cur = atomic_load(&e->sh->count);
+			continue;
+		}
+		/* A change of class with a step of its own (SHARED: under the
+		 * lock), the protocol chosen here, at each try (STEPS). */
+		s = uefd__steps(e);
+		if (s->cross && uefd__crosses(cur, cur + v)) {
+			bool defer = uefd__hold_us(e, cur + v) != 0;
+
+			if (s->cross(e, &cur, cur + v, defer, &kw)) {
+				settled = !defer;
+				break;
+			}
+			continue;
+		}
+		if (atomic_compare_exchange_weak(&e->sh->count, &cur, cur + v))
+			break;
+	}
+	uefd__added(e, cur, v, settled, kw);
+	return sizeof(v);
+}
+
+ssize_t uefd_write(struct uefd *e, const void *buf, size_t n)
+{
+	uint64_t v;
+
+	if (n < sizeof(v) || (n > sizeof(v) && !uefd__long_write_ok()))
+		return -EINVAL;
+	if (!buf) /* the kernel's failed copy; other bad pointers fault */
+		return -EFAULT;
+	memcpy(&v, buf, sizeof(v));
+	if (v == UINT64_MAX)
+		return -EINVAL;
+	/* UEVENTFD_HOLD_WRITES: the write goes to `held` (HOLD), where its
+	 * protocol holds values (uefd_steps.hold_writes). */
+	if ((atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed) &
+	     UEFD_HOLD_BIT) &&
+	    uefd__steps(e)->hold_writes)
+		return uefd__add_held(e, buf, n, v);
+	return uefd__add(e, buf, n, v);
+}
+
+/* The rest of a read that took `take` from the counter c. */
+static ssize_t uefd__took(struct uefd *e, void *buf, uint64_t c,
+			  uint64_t take)
+{
+	if (atomic_load_explicit(&e->sh->empty_reads, memory_order_relaxed))
+		atomic_store_explicit(&e->sh->empty_reads, 0,
+				      memory_order_relaxed);
+	if (atomic_load(&e->sh->wwaiters) > 0) {
+		atomic_fetch_add(&e->sh->wseq, 1);
+		sys_futex_xwake(&e->sh->wseq, INT_MAX);
+	}
+	if (unlikely(lock_held_here()))
+		lock_owe(&e->owed, UEFD_OWE_OUT, uefd__owed_hold); /* SIGNALS */
+	else
+		uefd__was_read(e, c == take);
+	/* The kernel, too, has taken the value when its copy to a NULL buffer
+	 * fails. */
+	if (!buf)
+		return -EFAULT;
+	memcpy(buf, &take, sizeof(take));
+	return sizeof(take);
+}
+
 static void uefd__unsleep(void *arg)
 {
 	atomic_fetch_sub(&((struct uefd *)arg)->sh->nsleep, 1);
@@ -1397,58 +643,17 @@ static ssize_t uefd__sleep(struct uefd *e)
 	return r;
 }
 
-/* SHARED HOLD: is a held batch overdue by a whole delay (its writer's
- * process died with the timer, or is stopped)? */
-static bool uefd__overdue(struct uefd *e)
-{
-	uint64_t d = atomic_load_explicit(&e->sh->due, memory_order_relaxed);
-
-	if (!atomic_load(&e->sh->held))
-		return false;
-	if (!d) {
-		/* Held with no deadline: its writer died between its add and
-		 * its store of `due`, or a show between its clear of `due` and
-		 * its exchange.  From now, then. */
-		uint64_t z = 0;
-
-		atomic_compare_exchange_strong(&e->sh->due, &z,
-					       sys_now_ns() +
-						       uefd__delay_ns(e));
-		return false;
-	}
-	return sys_now_ns() > d + uefd__delay_ns(e) + 1000000;
-}
-
 static void uefd__xunsleep(void *arg)
 {
 	atomic_fetch_sub(&((struct uefd *)arg)->sh->xsleepers, 1);
 }
 
-/* SHARED: how long a blocked read may sleep (ns).  A writer killed between
- * its CAS and its wake wakes nobody: a second at most; a held batch, until
- * it is overdue. */
-static int64_t uefd__xsleep_ns(struct uefd *e)
-{
-	int64_t now, until;
-	uint64_t d;
-
-	(void)uefd__overdue(e); /* (gives a held batch a deadline) */
-	now = (int64_t)sys_now_ns();
-	until = now + 1000000000;
-	d = atomic_load(&e->sh->held)
-		    ? atomic_load_explicit(&e->sh->due, memory_order_relaxed)
-		    : 0;
-	if (d && (int64_t)(d + uefd__delay_ns(e) + 2000000) < until)
-		until = (int64_t)(d + uefd__delay_ns(e) + 2000000);
-	return until > now ? until - now : 0;
-}
-
 /*
  * A blocked read of an empty counter sleeps on the futex word rwake,
  * counted in xsleepers, when the kernel fd cannot be its bed:
- *  - SHARED (above): in ppoll on the kernel fd a writer's pre-step, which
- *    makes it readable before the CAS, would wake the sleeper too early
- *    (and, on one CPU, let it preempt the writer);
+ *  - SHARED (eventfd_shared.c): in ppoll on the kernel fd a writer's
+ *    pre-step, which makes it readable before the CAS, would wake the
+ *    sleeper too early (and, on one CPU, let it preempt the writer);
  *  - NAP (issue 19): a UEVENTFD_NOPOLL ueventfd, whose kernel fd nobody
  *    polls from outside: a write wakes the sleeper (uefd__xwake, after its
  *    CAS and sync) and nobody takes the kernel fd's stale unit, so a
@@ -1467,10 +672,11 @@ static int64_t uefd__xsleep_ns(struct uefd *e)
  * uefd_share's store of `shared`, each followed by uefd__mirror_quiesce's
  * wake; a coalesced write that sees a sleeper arms its timer, whose
  * delivery wakes: models/rnap.pml).  A napper that finds `shared` goes
- * round again as SHARED's sleeper.  After a handler with SA_RESTART the
- * kernel restarts the sleep (SHARED's has a limit: sys_futex_xsleep),
- * without it the read fails with EINTR, as read(2) on an eventfd.  A
- * cancellation point that leaves nothing behind.
+ * round again as SHARED's sleeper (so `sh` is a load of `shared`, not a
+ * choice of STEPS: the seq_cst look is compared with it).  After a handler
+ * with SA_RESTART the kernel restarts the sleep (SHARED's has a limit:
+ * sys_futex_xsleep), without it the read fails with EINTR, as read(2) on
+ * an eventfd.  A cancellation point that leaves nothing behind.
  */
 static int uefd__rsleep(struct uefd *e, bool *blocked)
 {
@@ -1501,15 +707,74 @@ static int uefd__rsleep(struct uefd *e, bool *blocked)
 	return r == -EINTR ? r : 0;
 }
 
+/* A blocked read's sleep on rwake (uefd__rsleep): SHARED's, and MIRROR's
+ * when the kernel fd is no bed (NAP).  0, with *c the counter now, or the
+ * read's error. */
+int uefd__rnap(struct uefd *e, uint64_t *c, bool *blocked, bool *nap)
+{
+	int r = uefd__rsleep(e, blocked);
+
+	if (r < 0)
+		return r;
+	*c = atomic_load(&e->sh->count);
+	return 0;
+}
+
+/* MIRROR: a blocked read's sleep: in read(2) on the kernel fd, or, with
+ * UEVENTFD_NOPOLL or once the fd was made non-blocking (*nap), on rwake
+ * (NAP).  0, with *c the counter to look at again, or the read's error. */
+static int uefd__msleep(struct uefd *e, uint64_t *c, bool *blocked,
+			bool *nap)
+{
+	ssize_t r;
+	bool bed;
+
+	if (unlikely(*nap) ||
+	    atomic_load_explicit(&e->sh->nopoll, memory_order_relaxed))
+		return uefd__rnap(e, c, blocked, nap);
+	/* seq_cst: raised before the counter is looked at again (Dekker
+	 * against DEMOTE's exchange then load of nsleep, and against
+	 * uefd_share's store of `shared` then that load: STEPS). */
+	atomic_fetch_add(&e->sh->nsleep, 1);
+	*c = atomic_load(&e->sh->count);
+	if (*c > 0 || *c == UEFD_GONE || atomic_load(&e->sh->shared)) {
+		atomic_fetch_sub(&e->sh->nsleep, 1);
+		return 0;
+	}
+	/* Sleeps here when the fd is blocking, until a writer's sync puts
+	 * units in the kernel fd; on a non-blocking fd its EAGAIN is the
+	 * answer, and tells that O_NONBLOCK is still set.  It had to sleep if
+	 * no unit was there (kunits >= K) on a fd known to block: then this
+	 * call has blocked, and an EAGAIN later means the fd was made
+	 * non-blocking since. */
+	bed = !atomic_load_explicit(&e->sh->nonblock, memory_order_relaxed) &&
+	      !atomic_load(&e->sh->kunits);
+	r = uefd__sleep(e);
+	if (r == -EAGAIN && *blocked) {
+		*nap = true;
+		*c = atomic_load(&e->sh->count);
+		return 0;
+	}
+	atomic_store_explicit(&e->sh->nonblock, r == -EAGAIN,
+			      memory_order_relaxed);
+	if (r < 0)
+		return (int)r;
+	if (bed)
+		*blocked = true;
+	*c = atomic_load(&e->sh->count);
+	return 0;
+}
+
 ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 {
+	const struct uefd_steps *s;
 	uint64_t c, take;
 	bool kw = false;
 	/* This call has begun to block: O_NONBLOCK is not looked at again
 	 * (the kernel's blocked read never does); nap: the kernel fd is no
 	 * longer a bed (it was made non-blocking since), rwake is. */
-	bool blocked = false, nap = false, bed;
-	ssize_t r;
+	bool blocked = false, nap = false;
+	int r;
 
 	if (n < sizeof(c))
 		return -EINVAL;
@@ -1522,11 +787,12 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		}
 		if (c > 0) {
 			take = e->semaphore ? 1 : c;
-			if (unlikely(uefd__shared(e)) &&
-			    uefd__crosses(c, c - take)) {
+			/* The protocol chosen here, at each try (STEPS). */
+			s = uefd__steps(e);
+			if (s->cross && uefd__crosses(c, c - take)) {
 				/* SHARED: a change of class, under the lock. */
 				/* (Its locked section settled the kernel fd.) */
-				if (!uefd__xcas(e, &c, c - take, false, &kw))
+				if (!s->cross(e, &c, c - take, false, &kw))
 					continue;
 			} else if (!atomic_compare_exchange_weak(&e->sh->count,
 								 &c, c - take)) {
@@ -1534,35 +800,12 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 			} else {
 				uefd__sync(e);
 			}
-			if (atomic_load_explicit(&e->sh->empty_reads,
-						 memory_order_relaxed))
-				atomic_store_explicit(&e->sh->empty_reads, 0,
-						      memory_order_relaxed);
-			if (atomic_load(&e->sh->wwaiters) > 0) {
-				atomic_fetch_add(&e->sh->wseq, 1);
-				sys_futex_xwake(&e->sh->wseq, INT_MAX);
-			}
-			if (unlikely(lock_held_here()))
-				lock_owe(&e->owed, UEFD_OWE_OUT,
-					 uefd__owed_hold); /* SIGNALS */
-			else
-				uefd__was_read(e, c == take);
-			/* The kernel, too, has taken the value when its copy to
-			 * a NULL buffer fails. */
-			if (!buf)
-				return -EFAULT;
-			memcpy(buf, &take, sizeof(take));
-			return sizeof(take);
+			return uefd__took(e, buf, c, take);
 		}
-		/* SHARED: a holder at work may be about to fill the counter,
-		 * its kernel fd made readable first (a poller was told so):
-		 * let it finish before answering "empty". */
-		if (unlikely(uefd__shared(e))) {
-			if (uefd__xbusy(e))
-				uefd__xsync(e);
-			if (uefd__overdue(e))
-				uefd__show(e);
-			c = atomic_load(&e->sh->count);
+		/* SHARED looks again first (uefd__xempty). */
+		s = uefd__steps(e);
+		if (unlikely(s->empty)) {
+			c = s->empty(e);
 			if (c)
 				continue;
 		}
@@ -1575,46 +818,11 @@ ssize_t uefd_read(struct uefd *e, void *buf, size_t n)
 		    atomic_fetch_add_explicit(&e->sh->empty_reads, 1,
 					      memory_order_relaxed) == 0)
 			return -EAGAIN;
-		/* SHARED, or NAP: asleep on rwake (uefd__rsleep). */
-		if (unlikely(uefd__shared(e)) || unlikely(nap) ||
-		    atomic_load_explicit(&e->sh->nopoll, memory_order_relaxed)) {
-			r = uefd__rsleep(e, &blocked);
-			if (r < 0)
-				return r;
-			c = atomic_load(&e->sh->count);
-			continue;
-		}
-		/* seq_cst: raised before the counter is looked at again
-		 * (Dekker against DEMOTE's exchange then load of nsleep, and
-		 * against uefd_share's store of `shared` then that load). */
-		atomic_fetch_add(&e->sh->nsleep, 1);
-		c = atomic_load(&e->sh->count);
-		if (c > 0 || c == UEFD_GONE || atomic_load(&e->sh->shared)) {
-			atomic_fetch_sub(&e->sh->nsleep, 1);
-			continue;
-		}
-		/* Sleeps here when the fd is blocking, until a writer's sync
-		 * puts units in the kernel fd; on a non-blocking fd its EAGAIN
-		 * is the answer, and tells that O_NONBLOCK is still set.  It
-		 * had to sleep if no unit was there (kunits >= K) on a fd
-		 * known to block: then this call has blocked, and an EAGAIN
-		 * later means the fd was made non-blocking since. */
-		bed = !atomic_load_explicit(&e->sh->nonblock,
-					    memory_order_relaxed) &&
-		      !atomic_load(&e->sh->kunits);
-		r = uefd__sleep(e);
-		if (r == -EAGAIN && blocked) {
-			nap = true;
-			c = atomic_load(&e->sh->count);
-			continue;
-		}
-		atomic_store_explicit(&e->sh->nonblock, r == -EAGAIN,
-				      memory_order_relaxed);
+		/* Asleep: MIRROR's in read(2) on the kernel fd (uefd__msleep),
+		 * NAP's and SHARED's on rwake (uefd__rnap). */
+		r = uefd__steps(e)->sleep(e, &c, &blocked, &nap);
 		if (r < 0)
 			return r;
-		if (bed)
-			blocked = true;
-		c = atomic_load(&e->sh->count);
 	}
 }
 
@@ -1636,68 +844,6 @@ static void uefd__close(struct uobj *o)
 	 * its reference, and with the last one the private fd, are gone when
 	 * uepoll_close returns if no other call is in flight. */
 	timer_wait_idle(&e->co_timer);
-}
-
-int uefd_coalesce(struct uefd *e, const struct ueventfd_coalesce *set,
-		  struct ueventfd_coalesce *old)
-{
-	struct ueventfd_coalesce o;
-	bool reserved = false;
-	uint32_t d;
-	int r;
-
-	if (set && ((set->flags & ~UEVENTFD_HOLD_WRITES) ||
-		    set->delay_us > UEVENTFD_COALESCE_MAX_US ||
-		    ((set->flags & UEVENTFD_HOLD_WRITES) && !set->delay_us)))
-		return -EINVAL;
-	/* A semaphore ueventfd wakes at once: only "no delay" is accepted. */
-	if (set && e->semaphore && set->delay_us)
-		return -EINVAL;
-	timer_ensure();
-	/* A delay needs room in the timer's heap, reserved before the lock
-	 * (the timer's lock nests with none of ours); the first one is kept,
-	 * a second given back. */
-	if (set && set->delay_us) {
-		r = timer_reserve();
-		if (r < 0)
-			return r;
-		reserved = true;
-	}
-	lock_take(&e->wq.lock);
-	d = atomic_load_explicit(&e->sh->co_delay_us, memory_order_relaxed);
-	o.delay_us = d & ~UEFD_HOLD_BIT;
-	o.flags = d & UEFD_HOLD_BIT ? UEVENTFD_HOLD_WRITES : 0;
-	o.count = atomic_load_explicit(&e->sh->co_count, memory_order_relaxed);
-	if (set) {
-		if (reserved && !e->co_reserved) {
-			e->co_reserved = true;
-			reserved = false;
-		}
-		atomic_store_explicit(&e->sh->co_count, set->count,
-				      memory_order_relaxed);
-		atomic_store_explicit(&e->sh->co_delay_us,
-				      set->delay_us |
-					      (set->flags & UEVENTFD_HOLD_WRITES
-						       ? UEFD_HOLD_BIT
-						       : 0),
-				      memory_order_relaxed);
-	}
-	lock_drop(&e->wq.lock);
-	if (reserved)
-		timer_unreserve();
-	/* A new setting ends the wakeup held under the old one (early is
-	 * always within the bound), and shows the writes it held.  A run of
-	 * the timer already in progress may have taken them out of `held`
-	 * and not yet added them to the counter (uefd__show): wait for it,
-	 * so that every write held before this call is in the counter when
-	 * it returns (t_soak drains right after setting a ueventfd plain). */
-	if (set) {
-		uefd__flush(e);
-		timer_wait_idle(&e->co_timer);
-	}
-	if (old)
-		*old = o;
-	return 0;
 }
 
 /* Idempotent up to uobj_free (FORK in obj.c): the private fd is closed and
@@ -1722,6 +868,27 @@ static void uefd__release(struct uobj *o)
 	uobj_free(o);
 }
 
+/* FORK, in the child, of a ueventfd not shared (no number led to it at the
+ * fork: the child releases it): a copy of its own, so that the release
+ * leaves the parent's block alone.  Without memory, it stays as it is (and
+ * closing it shows what was held twice at worst). */
+static void uefd__mfork_child(struct uefd *e)
+{
+	struct uefd_ctr *c = shm_alloc();
+
+	if (!c)
+		return;
+	memcpy(c, e->sh, sizeof(*c));
+	shm_free(e->sh);
+	e->sh = c;
+	/* Stores only where something changes (COW: see port.c's). */
+	obj_fork_zero(&e->sh->wwaiters);
+	/* (A thread of the parent asleep: NAP.) */
+	if (atomic_load_explicit(&e->sh->xsleepers, memory_order_relaxed))
+		atomic_store_explicit(&e->sh->xsleepers, 0,
+				      memory_order_relaxed);
+}
+
 /* FORK (obj.c), in the child: no writer is blocked here any more; owed
  * work queued on a thread that did not come along is done now; a held
  * wakeup (queued, or being delivered by the parent's timer thread) is
@@ -1731,30 +898,13 @@ static int uefd__fork_child(struct uobj *o)
 {
 	struct uefd *e = (struct uefd *)o;
 	unsigned bits = atomic_load(&e->owed.bits);
+	const struct uefd_steps *s;
 
 	if (!e->sh) /* released up to uobj_free: the child finishes it */
 		return 0;
-	if (!uefd__shared(e)) {
-		/* Not shared (no number led to it at the fork: the child
-		 * releases it): a copy of its own, so that the release leaves
-		 * the parent's block alone.  Without memory, it stays as it is
-		 * (and closing it shows what was held twice at worst). */
-		struct uefd_ctr *c = shm_alloc();
-
-		if (c) {
-			memcpy(c, e->sh, sizeof(*c));
-			shm_free(e->sh);
-			e->sh = c;
-			/* Stores only where something changes (COW: see
-			 * port.c's). */
-			obj_fork_zero(&e->sh->wwaiters);
-			/* (A thread of the parent asleep: NAP.) */
-			if (atomic_load_explicit(&e->sh->xsleepers,
-						 memory_order_relaxed))
-				atomic_store_explicit(&e->sh->xsleepers, 0,
-						      memory_order_relaxed);
-		}
-	}
+	s = uefd__steps(e);
+	if (s->fork_child)
+		s->fork_child(e);
 	if (bits) {
 		atomic_store(&e->owed.bits, 0);
 		uefd__owed_work(e, bits);
@@ -1777,12 +927,10 @@ void uefd_watched_outside(struct uefd *e)
 	uefd__sync(e);
 }
 
-static void uefd__xdemote_end(struct uefd *e);
-
 /* DEMOTE, SHARED: e's wait queue is dead (no new watcher).  What was held
  * is shown and the timer has finished with it; the kernel fd is exact from
  * now on (UEVENTFD_NOPOLL ends). */
-static void uefd__exact(struct uefd *e)
+void uefd__exact(struct uefd *e)
 {
 	uefd__flush(e);
 	timer_wait_idle(&e->co_timer);
@@ -1790,12 +938,11 @@ static void uefd__exact(struct uefd *e)
 	uefd__sync(e);
 }
 
-/* SHARED: and the watchers become registrations of it, whose class is the
- * counter's.  0, or the first error of one. */
-static int uefd__to_kernel_watchers(struct uefd *e)
+/* MIRROR: one wait for a demotion in state s (a thread of this process
+ * demotes). */
+static void uefd__mdemote_wait(struct uefd *e, int s)
 {
-	uefd__exact(e);
-	return port_demote_source(&e->wq, &e->obj);
+	sys_futex_xwait(&e->sh->demote, (uint32_t)s, -1);
 }
 
 void uefd_demote_wait(struct uefd *e)
@@ -1803,23 +950,11 @@ void uefd_demote_wait(struct uefd *e)
 	int s;
 
 	/* acquire: pairs with the demotion's release of UEFD_DEMOTED (the
-	 * kernel fd holds the counter from then on). */
+	 * kernel fd holds the counter from then on).  Each wait is the
+	 * protocol's, chosen at each round (SHARED's: uefd__xdemote_wait). */
 	while ((s = atomic_load_explicit(&e->sh->demote, memory_order_acquire)) !=
-	       UEFD_DEMOTED) {
-		if (!uefd__shared(e)) {
-			sys_futex_xwait(&e->sh->demote, (uint32_t)s, -1);
-			continue;
-		}
-		/* SHARED: the demoter may be another process, and die. */
-		if (sys_futex_xwait(&e->sh->demote, (uint32_t)s,
-				    10 * 1000000) == -ETIMEDOUT &&
-		    uefd__xlock(e, false) == UEFD_XLOCKED) {
-			if (atomic_load(&e->sh->demote) != UEFD_DEMOTED &&
-			    atomic_load(&e->sh->count) == UEFD_GONE)
-				uefd__xdemote_end(e); /* the demoter died */
-			uefd__xunlock(e);
-		}
-	}
+	       UEFD_DEMOTED)
+		uefd__steps(e)->demote_wait(e, s);
 }
 
 /* DEMOTE, SHARED: after the caller's change (the exchange of the counter,
@@ -1827,7 +962,7 @@ void uefd_demote_wait(struct uefd *e)
  * the readers asleep in read(2) on kfd, with a unit each, until none is
  * left.  Both raised their count before looking at what the caller changed
  * (seq_cst loads here: Dekker). */
-static void uefd__mirror_quiesce(struct uefd *e)
+void uefd__mirror_quiesce(struct uefd *e)
 {
 	/* NAP: its readers look again, and find UEFD_GONE or `shared`. */
 	uefd__xwake(e);
@@ -1843,7 +978,7 @@ static void uefd__mirror_quiesce(struct uefd *e)
 }
 
 /* Set the kernel fd's value from k (== K: no call in flight) to c. */
-static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
+void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
 {
 	uint64_t v;
 
@@ -1858,112 +993,12 @@ static void uefd__carry(struct uefd *e, uint64_t k, uint64_t c)
 		sys_eventfd_add(e->obj.kfd, c - k);
 }
 
-/* SHARED DEMOTE, xm held, the counter taken (UEFD_GONE, its value in
- * `carry`): the kernel fd gets it, and every process learns. */
-static void uefd__xdemote_carry(struct uefd *e)
+/* DEMOTE, MIRROR: steps 2 to 7, this thread elected. */
+static int uefd__mdemote(struct uefd *e)
 {
-	uint64_t c = atomic_load(&e->sh->carry);
-
-	uefd__carry(e, atomic_load(&e->sh->kunits), c);
-	atomic_store(&e->sh->kunits, c);
-}
-
-static void uefd__xdemote_done(struct uefd *e)
-{
-	atomic_store_explicit(&e->sh->demote, UEFD_DEMOTED,
-			      memory_order_release);
-	sys_futex_xwake(&e->sh->demote, INT_MAX);
-	atomic_fetch_add(&e->sh->wseq, 1);
-	sys_futex_xwake(&e->sh->wseq, INT_MAX);
-	/* Blocked readers look again, and find UEFD_GONE. */
-	atomic_fetch_add(&e->sh->rwake, 1);
-	sys_futex_xwake(&e->sh->rwake, INT_MAX);
-}
-
-static void uefd__xdemote_end(struct uefd *e)
-{
-	uefd__xdemote_carry(e);
-	uefd__xdemote_done(e);
-}
-
-/* SHARED DEMOTE: under xm (a holder's death is repaired: a waiter in
- * uefd_demote_wait finishes a demoter's work from `carry`), the value is
- * stored in `carry` before the counter is taken, so it is never lost. */
-static int uefd__xdemote(struct uefd *e)
-{
-	struct port_carry *carries = NULL;
-	struct uobj **ports = NULL;
-	uint64_t c, h;
-	size_t np;
-
-	lock_take(&e->wq.lock);
-	atomic_store_explicit(&e->sh->co_delay_us, 0, memory_order_relaxed);
-	lock_drop(&e->wq.lock);
-	uefd__flush(e);
-	timer_wait_idle(&e->co_timer);
-	/* UNPEND's instances, before xm (obj__lock inside). */
-	np = obj_ports(&ports);
-	if (np && !(carries = calloc(np, sizeof(*carries))))
-		np = 0; /* (the carry's edges then stand) */
-	/* A stopped holder is waited for: its pending step would land on the
-	 * kernel fd after the counter was carried there. */
-	if (uefd__xlock(e, false) == UEFD_XBYPASS) {
-		/* A handler inside one of this thread's locks: not now. */
-		atomic_store(&e->sh->demote, UEFD_LIVE);
-		sys_futex_xwake(&e->sh->demote, INT_MAX);
-		for (size_t i = 0; i < np; i++)
-			uobj_put(ports[i]);
-		free(ports);
-		free(carries);
-		return -EDEADLK;
-	}
-	c = atomic_load(&e->sh->count);
-	do
-		atomic_store(&e->sh->carry, c);
-	while (!atomic_compare_exchange_weak(&e->sh->count, &c, UEFD_GONE));
-	h = atomic_exchange(&e->sh->held, 0);
-	atomic_store(&e->sh->carry, c + (h <= UEFD_MAX - c ? h : UEFD_MAX - c));
-	/* UEFD_GONE, xm held: no process moves the kernel fd until DEMOTED
-	 * (a read or write waits; a step under xm waits, then finds GONE).
-	 * So the carry's write is the only edge until then, and the
-	 * edge-triggered registrations it queues (in this process's
-	 * instances: a forked child's copies hold the parent's kernel epolls)
-	 * get their state back (port_carry_begin/end: UNPEND).  Their mtx
-	 * under xm: xm is never taken with a lock of ours held (the BYPASS
-	 * of uefd__xlock), so no path waits the other way. */
-	for (size_t i = 0; i < np; i++)
-		port_carry_begin((struct port *)ports[i], e->obj.kfd,
-				 &carries[i]);
-	uefd__xdemote_carry(e);
-	for (size_t i = 0; i < np; i++)
-		port_carry_end((struct port *)ports[i], &carries[i]);
-	uefd__xdemote_done(e);
-	uefd__xunlock(e);
-	for (size_t i = 0; i < np; i++)
-		uobj_put(ports[i]);
-	free(ports);
-	free(carries);
-	uobj_unpublish_all(&e->obj);
-	return 0;
-}
-
-int uefd_demote(struct uefd *e)
-{
-	int s = UEFD_LIVE, r;
 	uint64_t c, h, k;
+	int r;
 
-	if (!atomic_compare_exchange_strong(&e->sh->demote, &s, UEFD_DEMOTING)) {
-		uefd_demote_wait(e);
-		/* Demoted by another thread, or (SHARED) by another process,
-		 * whose unpublish was its own: this process's numbers lead to
-		 * the kernel eventfd from now on, as after its own demotion
-		 * (else a number closed by a path uepoll does not see, stdio's
-		 * fclose, would stay published). */
-		uobj_unpublish_all(&e->obj); /* this process's numbers */
-		return 0;
-	}
-	if (uefd__shared(e))
-		return uefd__xdemote(e);
 	/* No new watcher, no more held writes or wakeups: what was held is
 	 * shown, and the timer has finished with it. */
 	lock_take(&e->wq.lock);
@@ -1999,52 +1034,22 @@ int uefd_demote(struct uefd *e)
 	return r;
 }
 
-/*
- * SHARED: before a fork, make e's counter the one both processes will use.
- * Only a fork's prepare calls it, and forks are one at a time from before
- * their walk (FENCE in lock.c): a share is never begun and unfinished at
- * another fork.
- * Its watchers become kernel registrations of the fd (a process cannot walk
- * another's instances), NOPOLL ends (the fd must be exact for every
- * process), and the protocol changes from MIRROR to SHARED while other
- * threads may be reading and writing: with xm held, `shared` is stored,
- * then the MIRROR calls in flight end (a sync that raised `syncing` after
- * the store sees it and settles under the lock instead) and the readers
- * asleep in read(2) on the kernel fd are woken with a unit and come back
- * as SHARED sleepers (Dekker on `shared` against `nsleep`); then kunits is
- * the kernel fd's value, and the holder settles and unlocks.
- */
-int uefd_share(struct uefd *e)
+int uefd_demote(struct uefd *e)
 {
-	int r;
+	int s = UEFD_LIVE;
 
-	if (uefd__shared(e) || uefd_demoting(e))
+	if (!atomic_compare_exchange_strong(&e->sh->demote, &s, UEFD_DEMOTING)) {
+		uefd_demote_wait(e);
+		/* Demoted by another thread, or (SHARED) by another process,
+		 * whose unpublish was its own: this process's numbers lead to
+		 * the kernel eventfd from now on, as after its own demotion
+		 * (else a number closed by a path uepoll does not see, stdio's
+		 * fclose, would stay published). */
+		uobj_unpublish_all(&e->obj); /* this process's numbers */
 		return 0;
-	/* A ctl that finds no item from here waits for the kernel's. */
-	atomic_store(&e->sh->kwatch, 1);
-	lock_take(&e->wq.lock);
-	e->wq.dead = true;
-	{
-		struct list *l;
-
-		list_for_each(l, &e->wq.head)
-			if (atomic_load_explicit(
-				    &container_of(l, struct item, wqlink)->events,
-				    memory_order_relaxed) & EPOLLET)
-				uefd_kedge(e);
 	}
-	lock_drop(&e->wq.lock);
-	r = uefd__to_kernel_watchers(e);
-	atomic_store(&e->sh->kwatch, 2);
-	sys_futex_xwake(&e->sh->kwatch, INT_MAX);
-	/* Nobody else takes it before `shared`; the prepare handler holds
-	 * no lock of ours. */
-	(void)uefd__xlock(e, false);
-	atomic_store(&e->sh->shared, true);
-	uefd__mirror_quiesce(e);
-	uefd__settle(e, false);
-	uefd__xunlock(e);
-	return r;
+	/* SHARED DEMOTE: uefd__xdemote. */
+	return uefd__steps(e)->demote(e);
 }
 
 static ssize_t uefd__read_op(struct uobj *o, void *buf, size_t n)
@@ -2114,6 +1119,30 @@ static int uefd__coalesce_op(struct uobj *o,
 {
 	return uefd_coalesce((struct uefd *)o, set, old);
 }
+
+/* A write wrote the kernel fd iff it changed the class: its sync wrote
+ * then, and only then. */
+static bool uefd__mwrote_kfd(uint64_t from, uint64_t to, bool kw)
+{
+	return uefd__crosses(from, to);
+}
+
+/* MIRROR's steps of a read or write (STEPS in eventfd_impl.h). */
+const struct uefd_steps uefd__mirror_steps = {
+	/* A change of class is a CAS as any other; the sync follows. */
+	.cross = NULL,
+	.sync = uefd__msync,
+	.wrote_kfd = uefd__mwrote_kfd,
+	.empty = NULL,
+	.sleep = uefd__msleep,
+	.show = NULL,
+	.held = NULL,
+	.fork_child = uefd__mfork_child,
+	.demote = uefd__mdemote,
+	.demote_wait = uefd__mdemote_wait,
+	.room_ns = -1,
+	.hold_writes = true,
+};
 
 const struct uobj_ops uefd_ops = {
 	.size = sizeof(struct uefd),

@@ -27,9 +27,9 @@ struct wq *uefd_wq(struct uefd *e);
  * unpublish e.  Safe while other threads use e.  0, or the first error of
  * a watcher that could not be carried (the demotion is done anyway). */
 int uefd_demote(struct uefd *e);
-/* SHARED (eventfd.c), at a fork's prepare: the counter becomes the one the
- * child and the parent share.  0, or the first error of a watcher that
- * could not be made a kernel registration. */
+/* SHARED (eventfd_shared.c), at a fork's prepare: the counter becomes the
+ * one the child and the parent share.  0, or the first error of a watcher
+ * that could not be made a kernel registration. */
 int uefd_share(struct uefd *e);
 /* Are e's watchers the kernel's (SHARED)?  Waits while uefd_share is
  * making them so. */

@@ -204,7 +204,7 @@ void lock_drop_masked(pthread_mutex_t *m, const sigset_t *old);
 
 /*
  * A lock that is not ours to take with lock_take (a ueventfd's cross-process
- * lock, SHARED in eventfd.c: a robust, process-shared pthread mutex in
+ * lock, SHARED in eventfd_shared.c: a robust, process-shared pthread mutex in
  * shared memory) is held inside these: the depth is raised first, so that a
  * signal handler of this thread never calls into that lock's code while the
  * thread is inside it (it owes its work instead, as for our own locks), and

@@ -18,7 +18,7 @@
  *    is over.  So every ueventfd a number leads to is whole when the
  *    prepare walks them, whatever the other threads do;
  *  - shares every published ueventfd that is not shared yet (SHARED in
- *    eventfd.c; obj__demote_all), so that parent and child use one
+ *    eventfd_shared.c; obj__demote_all), so that parent and child use one
  *    counter, as a kernel eventfd is one file in both;
  *  - closes the fork gate (lock.c, GATE) and waits until no other thread
  *    holds, or is taking, any lock of the library; then it takes obj__lock
@@ -697,7 +697,7 @@ static void obj__owed_fn(struct lock_owed *n, unsigned bits)
 /*
  * A forked child shares every fd with its parent, and a kernel eventfd's
  * counter with it: so before the fork every published ueventfd is shared
- * (SHARED in eventfd.c: its counter is in MAP_SHARED memory) and both
+ * (SHARED in eventfd_shared.c: its counter is in MAP_SHARED memory) and both
  * processes then use the same counter; before an exec it is demoted (DEMOTE
  * in eventfd.c), since the new program cannot map it.  The objects are
  * collected under obj__lock, with a reference each, and shared or demoted
@@ -985,7 +985,7 @@ static void obj__child(void)
 	pthread_sigmask(SIG_SETMASK, &obj__fork_sigs, NULL);
 }
 
-/* SHARED (eventfd.c): a process that exits normally delivers the
+/* SHARED (eventfd_shared.c): a process that exits normally delivers the
  * wakeups its timer holds for shared ueventfds, every one (another process
  * may be waiting for them: issue 32 found a fixed room of 64 leaving the
  * rest unreadable over a non-zero counter); its timer thread dies with it.

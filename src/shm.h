@@ -2,7 +2,7 @@
 /*
  * shm.h - small blocks of memory that a fork() shares with the child
  * (MAP_SHARED), for the state of objects that outlive a fork in both
- * processes (a ueventfd's counter: SHARED in eventfd.c).
+ * processes (a ueventfd's counter: SHARED in eventfd_shared.c).
  *
  * A block is SHM_BLOCK bytes, aligned to SHM_BLOCK, zeroed.  It is carved
  * from a region (an anonymous MAP_SHARED mapping) whose bookkeeping is

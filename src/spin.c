@@ -32,7 +32,7 @@
  *  - at most SPIN_SPINNERS threads of one instance spin at once; the others
  *    sleep as before, so a pool of N idle threads does not keep N CPUs busy;
  *  - an instance that got a deferred wakeup (a ueventfd that coalesces its
- *    wakeups queues the item but delays the ring: COALESCE in eventfd.c)
+ *    wakeups queues the item but delays the ring: COALESCE in eventfd_hold.c)
  *    never spins again (spin_deferred): its user chose fewer wakeups over
  *    latency, and a spinner would take each such item at once (measured:
  *    pubsub efd-delay5ms went from 16% to 61% of a CPU).

@@ -182,7 +182,7 @@ static int sys__tsan_end(long r, const sigset_t *old, int ct)
 #endif
 
 /*
- * A robust, process-shared mutex (SHARED's xm in eventfd.c).  The
+ * A robust, process-shared mutex (SHARED's xm in eventfd_shared.c).  The
  * ThreadSanitizer build calls libc's functions directly, past the runtime's
  * interceptors: its record of a mutex is each process's own copy after a
  * fork, so it would report the unlock of a mutex another process locked,

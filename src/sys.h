@@ -100,17 +100,18 @@ int sys_membarrier(int cmd);
 void sys_futex_wait(_Atomic int *addr, int val);
 void sys_futex_wake_all(_Atomic int *addr);
 /* The shared (not private) futex operations, on a 32-bit word that another
- * process may map too (SHARED in eventfd.c): FUTEX_WAIT while *addr == val,
- * for at most rel_ns (< 0: no limit): 0 woken, -EAGAIN, -ETIMEDOUT or
- * -EINTR; xsleep is a cancellation point, xwait is not, and xsleep is
- * restarted after a handler with SA_RESTART, limit or not, as a blocked
- * read(2) is (but before Linux 5.16 with a limit).  xwake wakes n. */
+ * process may map too (SHARED in eventfd_shared.c): FUTEX_WAIT while
+ * *addr == val, for at most rel_ns (< 0: no limit): 0 woken, -EAGAIN,
+ * -ETIMEDOUT or -EINTR; xsleep is a cancellation point, xwait is not, and
+ * xsleep is restarted after a handler with SA_RESTART, limit or not, as a
+ * blocked read(2) is (but before Linux 5.16 with a limit).  xwake wakes n.
+ */
 int sys_futex_xwait(void *addr, uint32_t val, int64_t rel_ns);
 int sys_futex_xsleep(void *addr, uint32_t val, int64_t rel_ns);
 void sys_futex_xwake(void *addr, int n);
 /* This thread's id. */
 long sys_gettid(void);
-/* A robust, process-shared mutex (SHARED in eventfd.c): trylock; lock
+/* A robust, process-shared mutex (SHARED in eventfd_shared.c): trylock; lock
  * within ms milliseconds (ETIMEDOUT); both may answer EOWNERDEAD.  Unseen
  * by ThreadSanitizer (sys.c says why). */
 int sys_xm_trylock(pthread_mutex_t *m);

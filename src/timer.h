@@ -2,9 +2,9 @@
 /*
  * timer.h - deferred calls at a deadline, run by one process-wide thread.
  *
- * Used by coalesced ueventfd wakeups (eventfd.c): a write that would wake a
- * sleeper arms the ueventfd's timer instead, and the thread delivers the
- * wakeup at the deadline.  The thread is started when a ueventfd is first
+ * Used by coalesced ueventfd wakeups (eventfd_hold.c): a write that would
+ * wake a sleeper arms the ueventfd's timer instead, and the thread delivers
+ * the wakeup at the deadline.  The thread is started when a ueventfd is first
  * given a delay (timer_reserve), never by an arm, and sleeps without a
  * timeout while no timer is armed, so nothing runs when nothing is
  * pending.

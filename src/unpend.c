@@ -6,9 +6,9 @@
  *
  * Where it is needed.  A ueventfd's watchers are items in the library's
  * instances while the library can see every process that uses it.  When it
- * cannot any more (a fork shares the counter, SHARED in eventfd.c; an exec
- * or a spawn demotes it, DEMOTE), each item becomes a registration of the
- * ueventfd's kernel fd in its instance's kernel epoll (port.c,
+ * cannot any more (a fork shares the counter, SHARED in eventfd_shared.c;
+ * an exec or a spawn demotes it, DEMOTE), each item becomes a registration
+ * of the ueventfd's kernel fd in its instance's kernel epoll (port.c,
  * port_demote_source).  The kernel's ADD polls the fd and queues the new
  * registration if it is ready: right for a level-triggered one, and for an
  * edge-triggered one whose edge nobody took yet, but for an EPOLLET item
