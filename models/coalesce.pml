@@ -1,6 +1,6 @@
 /*
  * coalesce.pml - deferred (coalesced) wakeups on top of the doorbell protocol
- * (src/eventfd.c COALESCE, src/timer.c PENDING, src/bell.c DOORBELL), for
+ * (src/eventfd_hold.c COALESCE, src/timer.c PENDING, src/bell.c DOORBELL), for
  * the spin model checker.  Checked exhaustively: no execution leaves a
  * waiter asleep while an item is queued and no timer run is due (a lost
  * wakeup), and every item produced is consumed exactly once.

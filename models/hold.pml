@@ -1,5 +1,5 @@
 /*
- * hold.pml - held writes (UEVENTFD_HOLD_WRITES: src/eventfd.c HOLD, on
+ * hold.pml - held writes (UEVENTFD_HOLD_WRITES: src/eventfd_hold.c HOLD, on
  * src/timer.c PENDING and the doorbell protocol of src/bell.c), for the spin
  * model checker.  Checked exhaustively: no written value is stranded in
  * `held` with no timer run due, no waiter sleeps while a shown value is

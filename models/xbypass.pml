@@ -1,5 +1,5 @@
 /*
- * xbypass.pml - BYPASS (SHARED in src/eventfd.c) with two bypasses at once:
+ * xbypass.pml - BYPASS (SHARED in src/eventfd_shared.c) with two bypasses at once:
  * models/xmirror.pml's writer and reader, and a third process that makes
  * one write and is stopped at any step of it (maybe continued later), so
  * that the writer (one write here) and the reader may both bypass its

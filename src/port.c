@@ -337,7 +337,7 @@ static int port__ctl_uefd(struct port *p, int op, int fd, struct uobj *obj,
 		uefd_demote_wait(src);
 		r = port__ctl_kernel(p, op, fd, ev);
 	} else if ((r == -ENOENT || r == -EBADF) && uefd_kwatched(src)) {
-		/* SHARED (eventfd.c): its watchers are the kernel's. */
+		/* SHARED (eventfd_shared.c): its watchers are the kernel's. */
 		if (op != EPOLL_CTL_DEL && (ev->events & EPOLLET))
 			uefd_kedge(src);
 		r = port__ctl_kernel(p, op, fd, ev);
