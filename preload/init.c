@@ -14,8 +14,6 @@
  * object for good, which uepoll's calls pass straight to the kernel.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <string.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -30,40 +28,9 @@
 
 atomic_bool preload__ready;
 
-/* PEEK: the top of this thread's stack (1: not known), for preload_peek's
- * fast path.  The main thread's is found by the constructor (glibc reads
- * /proc/self/maps for it, which a signal handler must not do); another
- * thread's at its first peek (glibc takes it from the thread's descriptor,
- * no allocation). */
-static __thread uintptr_t preload__top __attribute__((tls_model("initial-exec")));
-static __thread uintptr_t preload__bottom __attribute__((tls_model("initial-exec")));
-
-static uintptr_t preload__stack_top(void)
-{
-	uintptr_t t = preload__top;
-	pthread_attr_t a;
-	void *addr;
-	size_t size;
-
-	if (t)
-		return t;
-	t = 1;
-	if (pthread_getattr_np(pthread_self(), &a) == 0) {
-		if (pthread_attr_getstack(&a, &addr, &size) == 0) {
-			preload__bottom = (uintptr_t)addr;
-			t = (uintptr_t)addr + size;
-		}
-		pthread_attr_destroy(&a);
-	}
-	preload__top = t;
-	return t;
-}
-
 __attribute__((constructor(101))) static void preload__init(void)
 {
 	int e = errno;
-
-	(void)preload__stack_top(); /* the main thread's (PEEK) */
 
 	real_resolve_all();
 	/* -ENOSYS: no libc.so.6 to bind to; the wrappers stay libc's. */
@@ -153,31 +120,10 @@ int preload_made(int fd)
 	return fd;
 }
 
-/*
- * PEEK.  What the kernel is about to read (a poll array, fd sets, iocbs) is
- * read first to see which numbers it names, and a bad pointer must give the
- * kernel's EFAULT, not a fault here.  A range on this thread's stack, at or
- * above the current frame, is mapped (the stack below the top down to the
- * deepest frame is): read directly, no system call.  Not on a signal's
- * alternate stack (the current frame outside the thread's stack): between
- * the two lies what may be unmapped.  Anything else through
- * process_vm_readv, which fails where the kernel's copy would (two system
- * calls with its getpid: the seed004 benchmark's subscriber paid them on
- * every poll() of a stack array, issue 33's regression there).
- */
 bool preload_peek(void *dst, const void *src, size_t n)
 {
-	uintptr_t s = (uintptr_t)src, sp = (uintptr_t)__builtin_frame_address(0);
-	uintptr_t top = preload__stack_top();
 	struct iovec l = { dst, n }, r = { (void *)src, n };
-	ssize_t got;
-
-	if (top > 1 && sp >= preload__bottom && sp < top && s >= sp &&
-	    s < top && n <= top - s) {
-		memcpy(dst, src, n);
-		return true;
-	}
-	got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
+	ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
 
 	if (got == (ssize_t)n)
 		return true;
