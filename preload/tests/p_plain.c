@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/select.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 
@@ -42,6 +44,26 @@ static short poll_now(int fd)
 }
 
 static volatile size_t runtime_eight = 8;
+
+/* poll() and select() of arrays on a page of this stack frame that the
+ * program made unreadable: the kernel's EFAULT, natively as preloaded (the
+ * preload reads the array before the kernel does: helper-32 crashed a
+ * read that took the stack above the frame for readable). */
+static void unreadable_stack(int efd)
+{
+	char area[4 * 4096];
+	uintptr_t pg = ((uintptr_t)area + 4095) & ~(uintptr_t)4095;
+	struct pollfd *pf = (struct pollfd *)(pg + 4096 - sizeof(*pf));
+	fd_set *fs = (fd_set *)pg;
+
+	pf->fd = efd;
+	pf->events = POLLIN;
+	P_REQUIRE(mprotect((void *)pg, 4096, PROT_NONE) == 0);
+	show_r("poll of an unreadable stack page", poll(pf, 1, 0));
+	show_r("select of an unreadable stack page",
+	       select(efd + 1, fs, NULL, NULL, &(struct timeval){ 0, 0 }));
+	P_REQUIRE(mprotect((void *)pg, 4096, PROT_READ | PROT_WRITE) == 0);
+}
 
 int main(void)
 {
@@ -167,6 +189,7 @@ int main(void)
 	show_r("read after child", read(efd, &v, sizeof(v)));
 	SHOW("  value %llu", (unsigned long long)v);
 
+	unreadable_stack(efd);
 	show_r("close ep", close(ep));
 	show_r("close efd", close(efd));
 	show_r("close sfd", close(sfd));
