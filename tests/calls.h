@@ -93,6 +93,29 @@ static const struct calls calls_uepoll = {
 	.demote = uepoll_demote,
 };
 
+static int calls_np_create1(int flags)
+{
+	return uepoll_create2(flags, UEPOLL_NOPOLL);
+}
+
+static int calls_np_eventfd(unsigned int init, int flags)
+{
+	return ueventfd(init, flags | UEVENTFD_NOPOLL);
+}
+
+/* calls_uepoll with NOPOLL objects (UEPOLL_NOPOLL, UEVENTFD_NOPOLL): the
+ * calls of a script of epolls and eventfds. */
+static const struct calls calls_uepoll_nopoll = {
+	.name = "uepoll",
+	.create1 = calls_np_create1,
+	.ctl = uepoll_ctl,
+	.wait = uepoll_wait,
+	.eventfd = calls_np_eventfd,
+	.read = uepoll_read,
+	.write = uepoll_write,
+	.close = uepoll_close,
+};
+
 /* A thread blocked in s->wait(ep, ..., 1, 5000): n and ev when it ends. */
 struct blocked {
 	const struct calls *s;

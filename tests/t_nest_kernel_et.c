@@ -33,29 +33,9 @@
 #include <poll.h>
 #include <stdatomic.h>
 
-/* NOPOLL instances and ueventfds: the holder's uepoll_ctl ends the
- * instance's NOPOLL (UNNOPOLL); its sources stay NOPOLL. */
-static int np_epc(int fl)
-{
-	return uepoll_create2(fl, UEPOLL_NOPOLL);
-}
-
-static int np_efd(unsigned int v, int fl)
-{
-	return ueventfd(v, fl | UEVENTFD_NOPOLL);
-}
-
-/* calls_uepoll with NOPOLL objects: the calls the script makes. */
-static const struct calls uep_nopoll = {
-	.name = "uepoll",
-	.create1 = np_epc,
-	.ctl = uepoll_ctl,
-	.wait = uepoll_wait,
-	.eventfd = np_efd,
-	.read = uepoll_read,
-	.write = uepoll_write,
-	.close = uepoll_close,
-};
+/* NOPOLL instances and ueventfds (calls_uepoll_nopoll): the holder's
+ * uepoll_ctl ends the instance's NOPOLL (UNNOPOLL); its sources stay
+ * NOPOLL. */
 
 /* poll()'s view of fd: its revents, 0 if not ready. */
 static int ready(int fd)
@@ -283,7 +263,7 @@ int main(void)
 	t_watchdog(120);
 	script(&calls_kernel, &kl);
 	script(&calls_uepoll, &ul);
-	script(&uep_nopoll, &nl);
+	script(&calls_uepoll_nopoll, &nl);
 	t_log_same(&kl, &ul, "kernel epoll holding an instance EPOLLET");
 	t_log_same(&kl, &nl,
 		   "kernel epoll holding a NOPOLL instance EPOLLET");

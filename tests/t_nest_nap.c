@@ -26,27 +26,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int np_epc(int fl)
-{
-	return uepoll_create2(fl, UEPOLL_NOPOLL);
-}
-
-static int np_efd(unsigned int v, int fl)
-{
-	return ueventfd(v, fl | UEVENTFD_NOPOLL);
-}
-
-/* calls_uepoll with NOPOLL objects: the calls the script makes. */
-static const struct calls uep_nopoll = {
-	.name = "uepoll",
-	.create1 = np_epc,
-	.ctl = uepoll_ctl,
-	.wait = uepoll_wait,
-	.eventfd = np_efd,
-	.read = uepoll_read,
-	.write = uepoll_write,
-	.close = uepoll_close,
-};
 
 static int ready(int fd)
 {
@@ -162,7 +141,7 @@ int main(void)
 		struct t_log kl = { 0 }, ul = { 0 };
 
 		script(&calls_kernel, &kl, holder);
-		script(&uep_nopoll, &ul, holder);
+		script(&calls_uepoll_nopoll, &ul, holder);
 		t_log_same(&kl, &ul, holder ? "kernel epoll (EPOLLET) arrives"
 					    : "instance arrives");
 	}
