@@ -101,6 +101,19 @@
 	X(int, system, (const char *))                                        \
 	X(FILE *, popen, (const char *, const char *))                        \
 	X(pid_t, vfork, (void))                                               \
+	/* wrap_mem.c */                                                      \
+	X(void *, mmap, (void *, size_t, int, int, int, off_t))               \
+	X(void *, mmap64, (void *, size_t, int, int, int, off64_t))           \
+	X(int, munmap, (void *, size_t))                                      \
+	X(void *, mremap, (void *, size_t, size_t, int, ...))                 \
+	X(int, mprotect, (void *, size_t, int))                               \
+	X(int, pkey_mprotect, (void *, size_t, int, int))                     \
+	X(int, pkey_alloc, (unsigned int, unsigned int))                      \
+	X(int, madvise, (void *, size_t, int))                                \
+	X(void *, shmat, (int, const void *, int))                            \
+	X(int, shmdt, (const void *))                                         \
+	X(int, brk, (void *))                                                 \
+	X(void *, sbrk, (intptr_t))                                           \
 	/* wrap_poll.c */                                                     \
 	X(int, poll, (struct pollfd *, nfds_t, int))                          \
 	X(int, __poll_chk, (struct pollfd *, nfds_t, int, size_t))            \

@@ -103,6 +103,7 @@ void preload_go_plain(void)
 	 * (a creation either is seen by the walk or sees the flag). */
 	if (preload_in_vfork_child() || atomic_exchange(&preload__plain, true))
 		return;
+	mem_forget_all();
 	preload_demote_all();
 }
 
@@ -118,22 +119,6 @@ int preload_made(int fd)
 		errno = e;
 	}
 	return fd;
-}
-
-bool preload_peek(void *dst, const void *src, size_t n)
-{
-	struct iovec l = { dst, n }, r = { (void *)src, n };
-	ssize_t got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-
-	if (got == (ssize_t)n)
-		return true;
-	if (got < 0 && errno != EFAULT) {
-		/* Not allowed here (a seccomp filter, say): read it directly,
-		 * as the kernel is about to. */
-		__builtin_memcpy(dst, src, n);
-		return true;
-	}
-	return false;
 }
 
 bool preload_make_room(void)

@@ -70,10 +70,6 @@ static inline bool preload_in_vfork_child(void)
  * one object, which gives its private fds back.  true if one was (the
  * caller tries again), false if that cannot help. */
 bool preload_make_room(void);
-/* Copy n bytes of the program's memory at src into dst without faulting:
- * false if src is not readable (the kernel's call then answers EFAULT).
- * One process_vm_readv(2); where that is refused, a plain copy. */
-bool preload_peek(void *dst, const void *src, size_t n);
 /* The value a uepoll call returned, with the caller's errno e put back on
  * success: the library may leave errno changed by an internal system call
  * that failed on the way to a success (a kernel call never does). */
@@ -101,6 +97,20 @@ bool preload_maybe_object(int fd);
 bool preload_is_object(int fd);
 bool preload_is_instance(int fd);
 bool preload_is_eventfd(int fd);
+
+/* ---- wrap_mem.c: the program's memory ---------------------------------- */
+
+/* Copy n bytes of the program's memory at src into dst without faulting:
+ * false if src is not readable (the kernel's call then answers EFAULT).
+ * One process_vm_readv(2), or none for a range read whole before and
+ * unchanged since (SEEN); where that is refused, a plain copy. */
+bool preload_peek(void *dst, const void *src, size_t n);
+/* What the program could read may have become unreadable: SEEN forgets
+ * (after the call that did it).  mem_forget_all: for good (PLAIN, pkeys). */
+void mem_changed(void);
+void mem_forget_all(void);
+/* May madvise(advice) leave a readable page unreadable? */
+bool mem_advice_may_unmap(int advice);
 
 /* ---- real.c: libc's own definitions ------------------------------------ */
 
@@ -171,6 +181,7 @@ enum stat_id {
 	STAT_DUPS,
 	STAT_DEMOTES,
 	STAT_FORGETS,
+	STAT_PEEKS, /* process_vm_readv calls (wrap_mem.c: SEEN missed) */
 	STAT__N,
 };
 extern _Atomic uint64_t stats__v[STAT__N];

@@ -19,6 +19,7 @@ static const char *const stats__names[STAT__N] = {
 	[STAT_READS] = "reads",		[STAT_WRITES] = "writes",
 	[STAT_CLOSES] = "closes",	[STAT_DUPS] = "dups",
 	[STAT_DEMOTES] = "demotes",	[STAT_FORGETS] = "forgets",
+	[STAT_PEEKS] = "peeks",
 };
 
 static void stats__print(void)

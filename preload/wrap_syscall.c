@@ -31,6 +31,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -127,6 +128,17 @@
 	X(getrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(setrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(prlimit64, 1, limit_syscall(nr, A(0), A(1), a))                     \
+	/* What may leave readable memory unreadable (SEEN in wrap_mem.c). */ \
+	X(munmap, 1, mem_after(SYSCALL__LIBC))                                \
+	X(mremap, 1, mem_after(SYSCALL__LIBC))                                \
+	X(mprotect, !(I(2) & PROT_READ), mem_after(SYSCALL__LIBC))            \
+	X(pkey_mprotect, 1, mem_after(SYSCALL__LIBC))                         \
+	X(pkey_alloc, 1, (mem_forget_all(), SYSCALL__LIBC))                   \
+	X(mmap, I(3) & MAP_FIXED, mem_after(SYSCALL__LIBC))                   \
+	X(madvise, mem_advice_may_unmap(I(2)), mem_after(SYSCALL__LIBC))      \
+	X(shmat, 1, mem_after(SYSCALL__LIBC))                                 \
+	X(shmdt, 1, mem_after(SYSCALL__LIBC))                                 \
+	X(brk, 1, mem_after(SYSCALL__LIBC))                                   \
 	/* (A private fd is not hidden from these.) */                       \
 	X(poll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC))  \
 	X(ppoll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC)) \
@@ -153,6 +165,13 @@ static long syscall__libc(long nr, const long *a)
 	return f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
 #define SYSCALL__LIBC syscall__libc(nr, a)
+
+/* A call's answer, after SEEN has forgotten (wrap_mem.c). */
+static long mem_after(long r)
+{
+	mem_changed();
+	return r;
+}
 
 PRELOAD_WRAP long syscall(long nr, ...)
 {
