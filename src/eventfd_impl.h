@@ -299,9 +299,13 @@ void uefd__owed_hold(struct lock_owed *o);
 void uefd__xwake(struct uefd *e);
 void uefd__wrote(struct uefd *e, uint64_t now_count, bool due);
 int uefd__rnap(struct uefd *e, uint64_t *c, bool *blocked, bool *nap);
+
+/* eventfd_demote.c */
 void uefd__exact(struct uefd *e);
 void uefd__mirror_quiesce(struct uefd *e);
 void uefd__carry(struct uefd *e, uint64_t k, uint64_t c);
+int uefd__mdemote(struct uefd *e);
+void uefd__mdemote_wait(struct uefd *e, int s);
 
 /* eventfd_shared.c */
 void uefd__xinit(struct uefd *e);
