@@ -105,6 +105,10 @@ bool preload_is_eventfd(int fd);
  * One process_vm_readv(2), or none for a range read whole before and
  * unchanged since (SEEN); where that is refused, a plain copy. */
 bool preload_peek(void *dst, const void *src, size_t n);
+/* Write n bytes at dst without faulting: false if dst is not writable. */
+bool preload_poke(void *dst, const void *src, size_t n);
+/* Does ioctl request req make or register a userfaultfd (SEEN ends)? */
+bool mem_uffd_request(unsigned long req);
 /* What the program could read may have become unreadable: SEEN forgets
  * (after the call that did it).  mem_forget_all: for good (PLAIN, pkeys). */
 void mem_changed(void);
@@ -160,6 +164,7 @@ void policy_load(void);
 #define POLL_HIDE_MAX 64
 struct poll_hide {
 	int n;
+	bool efault; /* the array is not writable: the kernel's EFAULT */
 	nfds_t at[POLL_HIDE_MAX];
 	int fd[POLL_HIDE_MAX];
 };

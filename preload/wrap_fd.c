@@ -454,6 +454,8 @@ PRELOAD_WRAP int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	if (mem_uffd_request(req))
+		mem_forget_all(); /* SEEN in wrap_mem.c */
 	if (preload_ready() && preload_hidden(fd))
 		return REAL(ioctl)(-1, req, arg);
 	if (req != FIONBIO || !preload_ready() || !preload_is_object(fd))

@@ -18,19 +18,29 @@
  * read whole, tagged with the process's map generation, and reads a range
  * inside one of them directly while the generation has not moved.  The
  * generation moves after every call through libc (or libc's syscall()) that
- * can make readable memory unreadable: munmap, mremap, mprotect and
- * pkey_mprotect, mmap with MAP_FIXED, madvise with an advice that is not a
- * known harmless one (MADV_GUARD_INSTALL, MADV_HWPOISON), shmat, shmdt, brk
- * and sbrk.  After pkey_alloc (a thread may then deny itself a page with
- * no call at all: pkey_set is one instruction) and once the process is
- * PLAIN, nothing is remembered any more.
+ * can make readable memory unreadable:
+ *  - munmap, mremap, mprotect without PROT_READ, pkey_mprotect, mmap with
+ *    MAP_FIXED, remap_file_pages, shmat, shmdt, brk, sbrk;
+ *  - madvise and process_madvise with an advice that is not a known
+ *    harmless one (MADV_GUARD_INSTALL, MADV_HWPOISON);
+ *  - ftruncate, truncate, fallocate (a file mapping past the new end:
+ *    SIGBUS where the kernel answers EFAULT);
+ *  - io_destroy (the kernel unmaps the AIO ring);
+ *  - a new process's copy (fork, _Fork, clone without CLONE_VM): the child
+ *    lacks what MADV_DONTFORK kept from it.
+ * For good, nothing is remembered after pkey_alloc (a thread may then deny
+ * itself a page with no call at all: pkey_set is one instruction), after a
+ * userfaultfd is made or registered (a missing page of a SIGBUS-mode range
+ * faults where the kernel answers EFAULT, and MADV_DONTNEED makes one), and
+ * once the process is PLAIN.
  *
  * What it cannot see, and where a read the kernel would answer EFAULT then
  * faults instead: memory unmapped by libc itself (free() of a large block,
  * a finished thread's stack, dlclose) and then passed again, which is a
- * use after free; a system call instruction of the program's own; a shared
- * file mapping that some process truncates under the range.  uepoll-run(1),
- * LIMITS.
+ * use after free; a system call instruction of the program's own; a file
+ * mapping that another process truncates under the range.  uepoll-run(1),
+ * LIMITS.  (helper-33 found the first list incomplete: DONTFORK, uffd,
+ * process_madvise, remap_file_pages, io_destroy, truncation; p_seen.)
  *
  * Ordering: the generation is bumped (release) after the call returns, so
  * a peek that happens after the call (the program's own order: the call
@@ -39,9 +49,17 @@
  * carries the generation loaded before its read, so it misses once the
  * bump is seen.  Each entry is one 64-bit word, read and written whole
  * (relaxed): a raw clone() thread that shares another's TLS may race on
- * the ways, never see half an entry.
+ * the ways, never see half an entry.  An entry holds the generation's low
+ * 23 bits; the thread's ways were all filled under one full generation
+ * (mem__seen_gen), which a hit must equal too: 2^23 bumps never alias.
  */
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
@@ -71,6 +89,8 @@ static atomic_bool mem__off;
 static __thread _Atomic uint64_t mem__seen[MEM__WAYS]
 	__attribute__((tls_model("initial-exec")));
 static __thread unsigned mem__turn __attribute__((tls_model("initial-exec")));
+static __thread _Atomic uint64_t mem__seen_gen
+	__attribute__((tls_model("initial-exec")));
 
 void mem_changed(void)
 {
@@ -84,8 +104,9 @@ void mem_forget_all(void)
 	mem_changed();
 }
 
-/* The entry [src, src + n) would have now, or 0 if it cannot have one. */
-static uint64_t mem__entry(const void *src, size_t n)
+/* The entry [src, src + n) would have now under the generation *gen, or
+ * 0 if it cannot have one. */
+static uint64_t mem__entry(const void *src, size_t n, uint64_t *gen)
 {
 	uintptr_t a = (uintptr_t)src;
 	uint64_t first = a >> MEM__SHIFT, last = (a + n - 1) >> MEM__SHIFT;
@@ -95,14 +116,28 @@ static uint64_t mem__entry(const void *src, size_t n)
 	    a + n - 1 < a || last >> MEM__PAGE_BITS ||
 	    last - first >= (1u << MEM__SPAN_BITS))
 		return 0;
-	g = atomic_load_explicit(&mem__gen, memory_order_acquire) &
-	    ((1u << MEM__GEN_BITS) - 1);
+	*gen = atomic_load_explicit(&mem__gen, memory_order_acquire);
+	g = *gen & ((1u << MEM__GEN_BITS) - 1);
 	return 1ull << 63 | g << (MEM__PAGE_BITS + MEM__SPAN_BITS) |
 	       (last - first) << MEM__PAGE_BITS | first;
 }
 
+/* Remember want, made under the full generation gen. */
+static void mem__seen_add(uint64_t want, uint64_t gen)
+{
+	if (atomic_load_explicit(&mem__seen_gen, memory_order_relaxed) != gen) {
+		for (int i = 0; i < MEM__WAYS; i++)
+			atomic_store_explicit(&mem__seen[i], 0,
+					      memory_order_relaxed);
+		atomic_store_explicit(&mem__seen_gen, gen,
+				      memory_order_relaxed);
+	}
+	atomic_store_explicit(&mem__seen[mem__turn++ % MEM__WAYS], want,
+			      memory_order_relaxed);
+}
+
 /* Is the range of `want` inside a remembered one of the same generation? */
-static bool mem__seen_has(uint64_t want)
+static bool mem__seen_has(uint64_t want, uint64_t gen)
 {
 	const uint64_t page = (1ull << MEM__PAGE_BITS) - 1;
 	const uint64_t span = (1ull << MEM__SPAN_BITS) - 1;
@@ -110,6 +145,8 @@ static bool mem__seen_has(uint64_t want)
 	uint64_t first = want & page;
 	uint64_t last = first + (want >> MEM__PAGE_BITS & span);
 
+	if (atomic_load_explicit(&mem__seen_gen, memory_order_relaxed) != gen)
+		return false;
 	for (int i = 0; i < MEM__WAYS; i++) {
 		uint64_t e = atomic_load_explicit(&mem__seen[i],
 						  memory_order_relaxed);
@@ -125,13 +162,13 @@ static bool mem__seen_has(uint64_t want)
 bool preload_peek(void *dst, const void *src, size_t n)
 {
 	struct iovec l = { dst, n }, r = { (void *)src, n };
-	uint64_t want;
+	uint64_t want, gen = 0;
 	ssize_t got;
 
 	if (!n)
 		return true;
-	want = mem__entry(src, n);
-	if (want && mem__seen_has(want)) {
+	want = mem__entry(src, n, &gen);
+	if (want && mem__seen_has(want, gen)) {
 		__builtin_memcpy(dst, src, n);
 		return true;
 	}
@@ -139,9 +176,7 @@ bool preload_peek(void *dst, const void *src, size_t n)
 	got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
 	if (got == (ssize_t)n) {
 		if (want)
-			atomic_store_explicit(
-				&mem__seen[mem__turn++ % MEM__WAYS], want,
-				memory_order_relaxed);
+			mem__seen_add(want, gen);
 		return true;
 	}
 	if (got < 0 && errno != EFAULT) {
@@ -151,6 +186,27 @@ bool preload_peek(void *dst, const void *src, size_t n)
 		return true;
 	}
 	return false;
+}
+
+bool preload_poke(void *dst, const void *src, size_t n)
+{
+	struct iovec l = { (void *)src, n }, r = { dst, n };
+	ssize_t got = process_vm_writev(getpid(), &l, 1, &r, 1, 0);
+
+	if (got == (ssize_t)n)
+		return true;
+	if (got < 0 && errno != EFAULT) {
+		__builtin_memcpy(dst, src, n);
+		return true;
+	}
+	return false;
+}
+
+bool mem_uffd_request(unsigned long req)
+{
+	return req == (unsigned long)USERFAULTFD_IOC_NEW ||
+	       req == (unsigned long)UFFDIO_API ||
+	       req == (unsigned long)UFFDIO_REGISTER;
 }
 
 bool mem_advice_may_unmap(int advice)
@@ -300,4 +356,136 @@ PRELOAD_WRAP void *sbrk(intptr_t inc)
 
 	mem_changed();
 	return r;
+}
+
+PRELOAD_WRAP int remap_file_pages(void *addr, size_t len, int prot,
+				  size_t pgoff, int flags)
+{
+	int r = (int)MEM__CALL(remap_file_pages, SYS_remap_file_pages, addr,
+			       len, prot, pgoff, flags);
+
+	mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP ssize_t process_madvise(int pidfd, const struct iovec *iov,
+				     size_t n, int advice, unsigned int flags)
+{
+	ssize_t r = MEM__CALL(process_madvise, SYS_process_madvise, pidfd, iov,
+			      n, advice, flags);
+
+	if (mem_advice_may_unmap(advice))
+		mem_changed();
+	return r;
+}
+
+/* A file mapping past the file's new end faults (SIGBUS) where the kernel
+ * answers EFAULT. */
+PRELOAD_WRAP int ftruncate(int fd, off_t len)
+{
+	int r = (int)MEM__CALL(ftruncate, SYS_ftruncate, fd, len);
+
+	mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP int ftruncate64(int fd, off64_t len)
+{
+	int r = (int)MEM__CALL(ftruncate64, SYS_ftruncate, fd, len);
+
+	mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP int truncate(const char *path, off_t len)
+{
+	int r = (int)MEM__CALL(truncate, SYS_truncate, path, len);
+
+	mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP int truncate64(const char *path, off64_t len)
+{
+	int r = (int)MEM__CALL(truncate64, SYS_truncate, path, len);
+
+	mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP int fallocate(int fd, int mode, off_t off, off_t len)
+{
+	int r = (int)MEM__CALL(fallocate, SYS_fallocate, fd, mode, off, len);
+
+	mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP int fallocate64(int fd, int mode, off64_t off, off64_t len)
+{
+	int r = (int)MEM__CALL(fallocate64, SYS_fallocate, fd, mode, off, len);
+
+	mem_changed();
+	return r;
+}
+
+/* libaio's io_destroy: the kernel unmaps the context's ring. */
+int io_destroy(unsigned long ctx); /* libaio.h's */
+PRELOAD_WRAP int io_destroy(unsigned long ctx)
+{
+	int r = REAL(io_destroy)
+			? REAL(io_destroy)(ctx)
+			: (int)real_syscall_raw(SYS_io_destroy, (long)ctx, 0,
+						0, 0, 0, 0);
+
+	mem_changed();
+	return r;
+}
+
+/* A new process: what MADV_DONTFORK kept out of it is not there.  fork()
+ * runs the handler below in the child; _Fork runs none, so the child moves
+ * the generation on its way back; clone(fn) never comes back here, so it
+ * is moved before (the child's copy has the new one, the parent merely
+ * forgets). */
+PRELOAD_WRAP pid_t _Fork(void)
+{
+	pid_t r = REAL(_Fork) ? REAL(_Fork)()
+			      : (pid_t)mem__raw(real_syscall_raw(
+					SYS_clone, SIGCHLD, 0, 0, 0, 0, 0));
+
+	if (r == 0)
+		mem_changed();
+	return r;
+}
+
+PRELOAD_WRAP int clone(int (*fn)(void *), void *stack, int flags, void *arg,
+		       ...)
+{
+	void *ptid, *tls, *ctid;
+	va_list ap;
+
+	/* The three optional arguments, read as glibc's clone reads them
+	 * (registers, whatever the flags). */
+	va_start(ap, arg);
+	ptid = va_arg(ap, void *);
+	tls = va_arg(ap, void *);
+	ctid = va_arg(ap, void *);
+	va_end(ap);
+	if (!(flags & CLONE_VM))
+		mem_changed();
+	if (!REAL(clone)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return REAL(clone)(fn, stack, flags, arg, ptid, tls, ctid);
+}
+
+static void mem__fork_child(void)
+{
+	mem_changed();
+}
+
+__attribute__((constructor)) static void mem__init(void)
+{
+	(void)pthread_atfork(NULL, NULL, mem__fork_child);
 }

@@ -63,10 +63,13 @@ static bool poll__any(void)
  * above any fd limit its EINVAL, never a fault here. */
 void poll_mark_fds(struct pollfd *pfd, nfds_t n, struct poll_hide *h)
 {
+	static const int minus1 = -1;
 	struct pollfd v[64];
 
-	if (h)
+	if (h) {
 		h->n = 0;
+		h->efault = false;
+	}
 	if (!pfd || !n || n > (1u << 20) || !poll__any())
 		return;
 	for (nfds_t i = 0; i < n;) {
@@ -83,9 +86,15 @@ void poll_mark_fds(struct pollfd *pfd, nfds_t n, struct poll_hide *h)
 					uobj_looked(v[j].fd);
 			} else if (h && fdzone_has(v[j].fd) &&
 				   h->n < POLL_HIDE_MAX) {
+				/* (A read-only array: the kernel's call would
+				 * fail to write revents, EFAULT.) */
+				if (!preload_poke(&pfd[i + j].fd, &minus1,
+						  sizeof(minus1))) {
+					h->efault = true;
+					return;
+				}
 				h->at[h->n] = i + j;
 				h->fd[h->n++] = v[j].fd;
-				pfd[i + j].fd = -1;
 			}
 		}
 		i += k;
@@ -163,6 +172,11 @@ int poll_mark_sets(int nfds, const fd_set *r, const fd_set *w,
 		if (!preload_ready())                                         \
 			return call(pfd, n, timeout, ##__VA_ARGS__);          \
 		poll_mark_fds(pfd, n, &h_);                                   \
+		if (h_.efault) {                                              \
+			poll_unhide(pfd, &h_, -1);                            \
+			errno = EFAULT;                                       \
+			return -1;                                            \
+		}                                                             \
 		r_ = call(pfd, n, h_.n ? (zero) : (timeout), ##__VA_ARGS__);  \
 		return h_.n ? poll_unhide(pfd, &h_, r_) : r_;                 \
 	} while (0)

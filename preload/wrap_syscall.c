@@ -62,6 +62,9 @@
 #ifndef SYS_select
 #define SYS_select (-1006)
 #endif
+#ifndef SYS_fork
+#define SYS_fork (-1009)
+#endif
 #ifndef SYS_getrlimit
 #define SYS_getrlimit (-1007)
 #endif
@@ -105,7 +108,8 @@
 	 * command on a kernel fd is the raw call (F_GETOWN's -pgid...). */   \
 	X(fcntl, OURS(0) || I(1) == F_DUPFD || I(1) == F_DUPFD_CLOEXEC,       \
 	  fcntl(I(0), I(1), P(2)))                                            \
-	X(ioctl, OURS(0), ioctl(I(0), (unsigned long)A(1), P(2)))             \
+	X(ioctl, OURS(0) || mem_uffd_request((unsigned long)A(1)),            \
+	  ioctl(I(0), (unsigned long)A(1), P(2)))                             \
 	X(eventfd2, 1, eventfd(U(0), I(1)))                                   \
 	X(eventfd, 1, eventfd(U(0), 0))                                       \
 	X(epoll_create1, 1, epoll_create1(I(0)))                              \
@@ -139,6 +143,19 @@
 	X(shmat, 1, mem_after(SYSCALL__LIBC))                                 \
 	X(shmdt, 1, mem_after(SYSCALL__LIBC))                                 \
 	X(brk, 1, mem_after(SYSCALL__LIBC))                                   \
+	X(remap_file_pages, 1, mem_after(SYSCALL__LIBC))                      \
+	X(process_madvise, mem_advice_may_unmap(I(3)),                        \
+	  mem_after(SYSCALL__LIBC))                                           \
+	X(ftruncate, 1, mem_after(SYSCALL__LIBC))                             \
+	X(truncate, 1, mem_after(SYSCALL__LIBC))                              \
+	X(fallocate, 1, mem_after(SYSCALL__LIBC))                             \
+	X(io_destroy, 1, mem_after(SYSCALL__LIBC))                            \
+	/* A copy of the process (the child moves its own generation on its  \
+	 * way back: MADV_DONTFORK), and a userfaultfd (SEEN ends). */        \
+	X(fork, 1, mem_after(SYSCALL__LIBC))                                  \
+	X(clone, !(A(0) & CLONE_VM), mem_after(SYSCALL__LIBC))                \
+	X(clone3, 1, mem_after(SYSCALL__LIBC))                                \
+	X(userfaultfd, 1, (mem_forget_all(), SYSCALL__LIBC))                  \
 	/* (A private fd is not hidden from these.) */                       \
 	X(poll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC))  \
 	X(ppoll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC)) \

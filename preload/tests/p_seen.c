@@ -19,8 +19,16 @@
  *          process_vm_readv a few times, not 1000 (peeks=N).
  */
 
+#include <fcntl.h>
+#include <linux/aio_abi.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdbool.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
@@ -239,6 +247,255 @@ static void run_brk(bool use_brk)
 		P_CHECK(write(1, buf[i], (size_t)n[i]) == n[i]);
 }
 
+/* helper-33's ways (each crashed the first SEEN). */
+static void g_pmadvise(char *p)
+{
+	struct iovec v = { p, PAGE };
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+	if (pidfd >= 0) {
+		(void)process_madvise(pidfd, &v, 1, MADV_GUARD_INSTALL, 0);
+		close(pidfd);
+	}
+}
+static void g_sys_pmadvise(char *p)
+{
+	struct iovec v = { p, PAGE };
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+
+	if (pidfd >= 0) {
+		(void)syscall(SYS_process_madvise, pidfd, &v, 1,
+			      MADV_GUARD_INSTALL, 0);
+		close(pidfd);
+	}
+}
+/* 2^23 more moves of the generation after the unmap: an entry that kept
+ * only its low bits would match again. */
+static void g_wrap(char *p)
+{
+	P_CHECK(munmap(p, PAGE) == 0);
+	for (long i = 1; i < 1L << 23; i++)
+		(void)munmap(NULL, 0);
+}
+
+/* A file mapping (MAP_SHARED or MAP_PRIVATE) of a page, then the file cut
+ * to nothing (ftruncate, truncate) or the page remapped past its end
+ * (remap_file_pages): SIGBUS for a direct read, EFAULT from the kernel. */
+static void run_file(const char *way, int flags)
+{
+	char path[] = "/tmp/p_seen_XXXXXX";
+	int fd = mkstemp(path);
+	char *p;
+
+	P_REQUIRE(fd >= 0);
+	P_REQUIRE(ftruncate(fd, PAGE) == 0);
+	p = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, flags, fd, 0);
+	P_REQUIRE(p != MAP_FAILED);
+	fill(p);
+	for (int i = 0; i < 3; i++)
+		look(way, "before", p);
+	if (!strcmp(way, "truncate"))
+		P_CHECK(truncate(path, 0) == 0);
+	else if (!strcmp(way, "remap-file-pages"))
+		P_CHECK(remap_file_pages(p, PAGE, 0, 100, 0) == 0);
+	else
+		P_CHECK(ftruncate(fd, 0) == 0);
+	look(way, "after", p);
+	munmap(p, PAGE);
+	unlink(path);
+	close(fd);
+}
+
+/* MADV_DONTFORK keeps the page out of a child: fork, _Fork, clone. */
+static int dontfork__child(void *p)
+{
+	look("dontfork-clone", "child", p);
+	fflush(stdout);
+	return 0;
+}
+
+static void run_dontfork(const char *way)
+{
+	char *p = page();
+	pid_t c;
+	int st;
+
+	fill(p);
+	for (int i = 0; i < 3; i++)
+		look(way, "before", p);
+	P_CHECK(madvise(p, PAGE, MADV_DONTFORK) == 0);
+	fflush(stdout);
+	if (!strcmp(way, "dontfork-clone")) {
+		static char stack[1 << 16] __attribute__((aligned(16)));
+
+		c = clone(dontfork__child, stack + sizeof(stack), SIGCHLD, p);
+	} else {
+		c = !strcmp(way, "dontfork-_Fork") ? _Fork() : fork();
+		if (c == 0) {
+			look(way, "child", p);
+			fflush(stdout);
+			_exit(0);
+		}
+	}
+	P_REQUIRE(c > 0);
+	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+	look(way, "parent", p);
+	munmap(p, PAGE);
+}
+
+/* A userfaultfd range in SIGBUS mode whose page MADV_DONTNEED took: a
+ * direct read is SIGBUS.  The fd made through /dev/userfaultfd and
+ * registered here ("uffd-dev"), or made with the system call and registered
+ * by a forked child (the registration is of the maker's memory: "uffd-sys",
+ * the preload sees no registration).  Each in a child of its own (SEEN
+ * ends there for good). */
+static bool uffd__register(int u, char *p)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_SIGBUS };
+	struct uffdio_register reg = {
+		.range = { (unsigned long)p, PAGE },
+		.mode = UFFDIO_REGISTER_MODE_MISSING
+	};
+
+	return ioctl(u, UFFDIO_API, &api) == 0 &&
+	       ioctl(u, UFFDIO_REGISTER, &reg) == 0;
+}
+
+static void uffd__case(bool dev)
+{
+	const char *way = dev ? "uffd-dev" : "uffd-sys";
+	char *p = page();
+	bool ok = false;
+	int u = -1, st;
+	pid_t c;
+
+	fill(p);
+	for (int i = 0; i < 3; i++)
+		look(way, "before", p);
+	if (dev) {
+		int d = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+
+		if (d >= 0) {
+			u = ioctl(d, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+			close(d);
+		}
+		ok = u >= 0 && uffd__register(u, p);
+	} else {
+		u = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+		fflush(stdout);
+		c = u >= 0 ? fork() : -1;
+		if (c == 0)
+			_exit(uffd__register(u, p) ? 0 : 1);
+		ok = c > 0 && waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		     WEXITSTATUS(st) == 0;
+	}
+	/* (Not allowed here: the page stays, in both runs.) */
+	if (ok)
+		P_CHECK(madvise(p, PAGE, MADV_DONTNEED) == 0);
+	look(way, "after", p);
+	fflush(stdout);
+}
+
+static void run_uffd(bool dev)
+{
+	pid_t c;
+	int st;
+
+	fflush(stdout);
+	c = fork();
+	P_REQUIRE(c >= 0);
+	if (c == 0) {
+		uffd__case(dev);
+		_exit(t_failures ? 1 : 0);
+	}
+	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+}
+
+/* The kernel unmaps an AIO context's ring at io_destroy. */
+static void run_aio(void)
+{
+	aio_context_t ctx = 0;
+	char *p;
+
+	if (syscall(SYS_io_setup, 8, &ctx) != 0) {
+		printf("aio: no io_setup\n");
+		return;
+	}
+	p = (char *)(uintptr_t)ctx + 64;
+	fill(p);
+	for (int i = 0; i < 3; i++)
+		look("io-destroy", "before", p);
+	P_CHECK(syscall(SYS_io_destroy, ctx) == 0);
+	look("io-destroy", "after", p);
+}
+
+/* A message header read by sendmsg's wrapper (the same memory reads). */
+static void run_sendmsg(void)
+{
+	struct msghdr *m = (struct msghdr *)(void *)page();
+	struct iovec v;
+	char c = 'x';
+	int sv[2];
+
+	P_REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0);
+	v.iov_base = &c;
+	v.iov_len = 1;
+	m->msg_iov = &v;
+	m->msg_iovlen = 1;
+	for (int i = 0; i < 3; i++)
+		printf("sendmsg before: %zd\n", sendmsg(sv[0], m, 0));
+	P_CHECK(munmap(m, PAGE) == 0);
+	{
+		ssize_t r = sendmsg(sv[0], m, 0);
+		int e = errno;
+
+		printf("sendmsg after: %zd %s\n", r,
+		       r < 0 ? strerrorname_np(e) : "");
+	}
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A read-only array naming a number the preload's own fd holds (with a
+ * soft and hard RLIMIT_NOFILE of 64, the library's fds take the top
+ * numbers below it, PLACES in src/fdzone.c): natively a free number, and
+ * the kernel cannot write revents: EFAULT.  In a child (the limit stays
+ * there). */
+static void run_rohide(void)
+{
+	pid_t c;
+	int st;
+
+	fflush(stdout);
+	c = fork();
+	P_REQUIRE(c >= 0);
+	if (c == 0) {
+		struct rlimit rl = { 64, 64 };
+		struct pollfd *a;
+		int e, r;
+
+		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+			_exit(3);
+		e = eventfd(0, 0);
+		a = (struct pollfd *)(void *)page();
+		for (int i = 0; i < 8; i++) {
+			a[i].fd = 63 - i;
+			a[i].events = POLLIN;
+		}
+		P_CHECK(mprotect(a, PAGE, PROT_READ) == 0);
+		r = poll(a, 8, 0);
+		e = errno;
+		printf("rohide: poll %d %s\n", r, r < 0 ? strerrorname_np(e) : "");
+		fflush(stdout);
+		_exit(0);
+	}
+	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+}
+
 static int run_unmap(void)
 {
 	static const struct {
@@ -250,7 +507,8 @@ static int run_unmap(void)
 		{ "fixed", g_fixed },	    { "sys-fixed", g_sys_fixed },
 		{ "mremap", g_mremap },	    { "sys-mremap", g_sys_mremap },
 		{ "guard", g_guard },	    { "sys-guard", g_sys_guard },
-		{ "thread", g_thread },
+		{ "thread", g_thread },	    { "pmadvise", g_pmadvise },
+		{ "sys-pmadvise", g_sys_pmadvise }, { "wrap", g_wrap },
 	};
 	/* Last: after pkey_alloc the preload remembers nothing, and a vfork
 	 * demotes every object (VFORK in preload/wrap_exec.c). */
@@ -268,9 +526,21 @@ static int run_unmap(void)
 		munmap(remap_to, PAGE);
 	}
 	run_fork();
+	run_file("ftruncate", MAP_SHARED);
+	run_file("ftruncate", MAP_PRIVATE);
+	run_file("truncate", MAP_SHARED);
+	run_file("remap-file-pages", MAP_SHARED);
+	run_dontfork("dontfork-fork");
+	run_dontfork("dontfork-_Fork");
+	run_dontfork("dontfork-clone");
+	run_aio();
+	run_sendmsg();
+	run_rohide();
 	run_shm();
 	run_brk(false);
 	run_brk(true);
+	run_uffd(true);
+	run_uffd(false);
 	for (size_t i = 0; i < sizeof(last) / sizeof(last[0]); i++) {
 		char *p = page();
 
