@@ -117,7 +117,7 @@ inline ring_idle() {
 	unlock()
 }
 
-/* bell_ring */
+/* bell__ring */
 inline ring() {
 	lock();
 	db_set = 1;
@@ -246,7 +246,7 @@ proctype producer()
 	do
 	:: i < PER ->
 		atomic { count++; produced++; mine = registered };
-		/* bell_dozer_event: the event that ends the batch (or an
+		/* bell__dozer_event: the event that ends the batch (or an
 		 * urgent one) rings, held or not; not a watched instance's
 		 * (its signal's own ring, next, wakes the dozer) */
 		if
@@ -265,7 +265,7 @@ proctype producer()
 			fi
 		:: else -> skip
 		fi;
-		/* bell_kick_edge */
+		/* bell__kick_edge */
 		if
 		:: watched ->
 			if
@@ -322,7 +322,7 @@ proctype waiter()
 		:: else -> skip
 		fi
 	:: napcfg ->
-		/* bell_nap_begin */
+		/* bell__nap_begin */
 		seq = fseq;
 		sleepers++;
 		nappers++;
@@ -348,7 +348,7 @@ end_nap:				if
 				fi
 			fi
 		fi;
-		/* bell_nap_end */
+		/* bell__nap_end */
 		sleepers--;
 		nappers--;
 #ifdef MUTANT_NAP_TAKES_SET
@@ -385,7 +385,7 @@ proctype watcher()
 	fi;
 #endif
 	watched = 1;
-	/* bell_unnap */
+	/* bell__unnap */
 	if
 	:: nappers > 0 -> atomic { fseq++; futex_wake() }
 	:: else -> skip

@@ -55,7 +55,7 @@ inline arm() {
 }
 
 /* port_item_signal with deferred != NULL: queue, then note whether a ring
- * was needed (bell_defer: set == 0); uefd_write then arms the timer. */
+ * was needed (bell__defer: set == 0); uefd_write then arms the timer. */
 inline held_write() {
 #ifdef MUTANT_HOLD_FIRST
 	if

@@ -12,7 +12,7 @@
  *   sleepers    bell.sleepers: threads counted before their re-check
  *   watched     bell.watched: another instance holds this one
  *   nopoll      UEPOLL_NOPOLL (chosen either way by init): signals ring
- *               only for a sleeper or a watcher (bell_wanted), and a wait
+ *               only for a sleeper or a watcher (bell__wanted), and a wait
  *               that leaves items rings only for them (bell_settle); an
  *               instance with kernel fds rings as nopoll = 0 does (`fair`)
  *   nappers     bell.nappers: sleepers asleep on the futex word (NAP)
@@ -23,7 +23,7 @@
  *               futex queue: a wake dequeues a queued waiter, which then
  *               returns 0 even if a signal comes too)
  *   nkernel     a kernel fd registered (ctl, in the NAP configuration: its
- *               ADD raises nkernel then bell_unnap; then its event comes,
+ *               ADD raises nkernel then bell__unnap; then its event comes,
  *               kready, and only a thread in the kernel epoll can see it)
  *   sig         signals left to deliver: one napper may end its nap with
  *               EINTR, after which its thread never waits again (the wait
@@ -141,7 +141,7 @@ inline kick() {
 	fi
 }
 
-/* bell_unnap, after the caller's RMW. */
+/* bell__unnap, after the caller's RMW. */
 inline unnap() {
 	if
 	:: nappers > 0 -> fseq++; futex_wake_all()
@@ -149,7 +149,7 @@ inline unnap() {
 	fi
 }
 
-/* bell_wanted's loads, one step each; then bell_kick if wanted. */
+/* bell__wanted's loads, one step each; then bell_kick if wanted. */
 inline signal() {
 	want = !nopoll;
 	if
@@ -191,14 +191,14 @@ proctype producer()
 		fi
 #else
 		atomic { count++; produced++ }	/* rq_enqueue */
-		signal();			/* bell_kick_edge */
+		signal();			/* bell__kick_edge */
 #endif
 		i++
 	:: else -> break
 	od
 }
 
-/* bell_nap_end: uncount, give `napped` back, and (pass) hand a ring on. */
+/* bell__nap_end: uncount, give `napped` back, and (pass) hand a ring on. */
 inline nap_end(pass) {
 	sleepers--;
 	nappers--;
@@ -244,8 +244,8 @@ proctype waiter(byte me)
 			fi
 		:: atomic { count == 0 && napok && nopoll && !watched &&
 			    !nkernel -> skip } ->
-			/* NAP (wait__nap): bell_nap_begin (its nkernel check
-			 * after the count), FUTEX_WAIT, bell_nap_end */
+			/* NAP (wait__nap): bell__nap_begin (its nkernel check
+			 * after the count), FUTEX_WAIT, bell__nap_end */
 			seq = fseq;
 			gave_up = 0;
 #ifdef MUTANT_NAP_KERNEL_FIRST
@@ -295,8 +295,8 @@ end_nap:					if
 				fi
 			fi
 		:: atomic { count == 0 -> skip } ->
-			/* sleep section: bell_sleep_begin (count ourselves,
-			 * re-check), epoll_wait, bell_took, bell_sleep_end */
+			/* sleep section: bell__sleep_begin (count ourselves,
+			 * re-check), epoll_wait, bell_took, bell__sleep_end */
 #ifdef MUTANT_NOPOLL_COUNT_LATE
 			if
 			:: count > 0 -> skip
@@ -357,7 +357,7 @@ end_outer:	atomic { db_pending == 1 -> db_pending = 0 };
 }
 
 /* A ctl that adds a kernel fd (krec_kctl: bell_kernel_add raises nkernel,
- * then bell_unnap), and the fd's event, which reaches the kernel epoll
+ * then bell__unnap), and the fd's event, which reaches the kernel epoll
  * only. */
 proctype ctl()
 {

@@ -1,6 +1,6 @@
 /*
  * doze.pml - the doorbell protocol with a dozing batching wait (src/bell.c,
- * DOZE: bell_doze_begin/end, bell_dozer_event; src/wait.c, wait__doze), for the spin model
+ * DOZE: bell_doze_begin/end, bell__dozer_event; src/wait.c, wait__doze), for the spin model
  * checker.
  * Checked exhaustively: when nothing can move any more (every waiter asleep,
  * every doze over), no item is left queued, and every item produced is
@@ -67,7 +67,7 @@ inline collect_one() {
 	fi
 }
 
-/* The plain sleep section of port_wait (bell_sleep_begin, epoll_wait, bell_took, bell_sleep_end). */
+/* The plain sleep section of port_wait (bell__sleep_begin, epoll_wait, bell_took, bell__sleep_end). */
 inline plain_sleep() {
 	sleepers++;
 	if
@@ -85,7 +85,7 @@ proctype producer()
 	do
 	:: i < PER ->
 		atomic { count++; produced++ };		/* rq_enqueue */
-		/* bell_dozer_event: an urgent item (or the one that makes
+		/* bell__dozer_event: an urgent item (or the one that makes
 		 * min_events) rings the doorbell unless it is rung (its event
 		 * pending, or taken by a sleeper that harvests), held or not. */
 		if

@@ -23,9 +23,9 @@
  *               epoll; sleepers: bell.sleepers
  *   wql         the source's wq lock (walks are serialised by it)
  * Producers write 0 or 1 (a write of 0 walks too, as the kernel's eventfd
- * wakes its watchers on every write), then walk: enqueue, then (bell_would_ring
+ * wakes its watchers on every write), then walk: enqueue, then (bell__would_ring
  * true: `set` 0 and wanted) look at the source and kick only if it shows
- * something; else kick as before (bell_kick_edge, which tests `set` again).
+ * something; else kick as before (bell__kick_edge, which tests `set` again).
  * A drainer reads the counter without waiting on the instance (another
  * instance's waiter in a wake-all herd).  Each line between labels is one
  * atomic step of the C code.  models/check.sh runs it and each mutant, which
@@ -82,7 +82,7 @@ proctype producer()
 		fi
 	};
 	if
-	:: db_set == 0 ->			/* bell_would_ring */
+	:: db_set == 0 ->			/* bell__would_ring */
 #ifndef MUTANT_QUIET_BEFORE_CAS
 		ready = ctr > 0;		/* item_poll */
 #endif
@@ -104,7 +104,7 @@ proctype producer()
 		:: else -> skip
 		fi
 #else
-		kick()				/* bell_kick_edge */
+		kick()				/* bell__kick_edge */
 #endif
 	fi;
 	wql = 0
@@ -121,7 +121,7 @@ proctype waiter()
 		:: else -> skip			/* dropped: nothing shown */
 		fi
 	:: atomic { st == 0 -> skip } ->
-		/* bell_sleep_begin: count, re-check; epoll_wait; bell_took */
+		/* bell__sleep_begin: count, re-check; epoll_wait; bell_took */
 		sleepers++;
 		if
 		:: st == 1 -> sleepers--

@@ -50,7 +50,7 @@ proctype producer()
 {
 	ctr++;					/* the write's CAS */
 	st = 1;					/* rq_enqueue, or queued */
-	/* port_item_signal: QUIET's look, then bell_kick_edge */
+	/* port_item_signal: QUIET's look, then bell__kick_edge */
 	if
 	:: db_set == 0 ->
 		if

@@ -35,8 +35,8 @@
  *   registered  the edge-triggered holder's kernel registration exists
  *   mine[i]     producer i's last event, queued after the registration,
  *               has had no edge since (ghost)
- * A signal (port_item_signal: rq_enqueue, then bell_kick_edge) rings on
- * every event while a holder is edge-triggered (bell_ring: under dblock,
+ * A signal (port_item_signal: rq_enqueue, then bell__kick_edge) rings on
+ * every event while a holder is edge-triggered (bell__ring: under dblock,
  * `set` = 1, then the write), else only when `set` is 0 (bell__kick_db:
  * test; bell__ring_idle: under dblock, exchange, write).  bell_clear (a
  * wait that found nothing, bell_mirror, a holder's check krec__ready) tests
@@ -130,14 +130,14 @@ inline kick_db() {
 	fi
 }
 
-/* bell_kick_edge while watched. */
+/* bell__kick_edge while watched. */
 inline signal() {
 #ifdef MUTANT_WATCH_NO_WEDGE
 	kick_db()
 #else
 	if
 	:: wedge ->
-		lock();				/* bell_ring */
+		lock();				/* bell__ring */
 		db_set = 1;
 		write_db();			/* write(dbfd) */
 		unlock()
@@ -256,7 +256,7 @@ proctype waiter()
 	:: atomic { count > 0 -> count--; consumed++ }
 	:: atomic { count == 0 -> skip }; clear()	/* found nothing */
 	:: atomic { count == 0 -> skip } ->
-		/* wait__sleep: bell_mirror, bell_sleep_begin (the count is
+		/* wait__sleep: bell_mirror, bell__sleep_begin (the count is
 		 * not looked at by a watched instance's signals), epoll_wait
 		 * on the level-triggered doorbell (bell_took leaves `set`) */
 		clear();

@@ -37,7 +37,7 @@
  *    queued items: the queue's tail, published by a fully fenced
  *    exchange, is what both sides order against.
  *  - A waiter about to sleep counts itself in `sleepers`, then re-checks
- *    the queue (bell_sleep_begin); while `set` == 1 the doorbell's event is
+ *    the queue (bell__sleep_begin); while `set` == 1 the doorbell's event is
  *    pending in the kernel epoll (or was just taken by a waiter that will
  *    harvest), so epoll_wait cannot sleep through a queued item.
  *  - A wait that leaves items queued (maxevents reached, level-triggered
@@ -45,7 +45,7 @@
  *    whenever a uepoll_wait would return something.
  * When nobody sleeps, `set` stays 1 and signals make no system call.
  * Model: models/doorbell.pml (signal = rq_enqueue + bell_kick; take =
- * bell_took; sleep = bell_sleep_begin + epoll_wait).
+ * bell_took; sleep = bell__sleep_begin + epoll_wait).
  *
  * DOZE (min-wait batching; wait.c's wait__doze).  While a batching wait's
  * window is open, `dozers` > 0 holds an unwatched instance's kicks
@@ -60,7 +60,7 @@
  * the count held its kick after its enqueue, so the look sees its item; a
  * thread that starts sleeping counts itself in sleepers, then looks at the
  * queue: one of the two sees the other).  What must wake a dozer rings
- * the doorbell unless it is rung (bell_dozer_event, bell__ring_idle: a
+ * the doorbell unless it is rung (bell__dozer_event, bell__ring_idle: a
  * rung doorbell's event is pending, so the dozer wakes, or another sleeper
  * took it and harvests what it rang for): an urgent item, or the event
  * that brings `want` to 0.  Its seq_cst load of `dozers` comes after the
@@ -84,7 +84,7 @@
  * not ready prunes the queue and clears the doorbell if nothing is left
  * (bell_mirror), and while any instance of the process holds another one
  * edge-triggered (bell__nedge > 0), every watched instance rings on every
- * event (bell_kick_edge).  Not only its own holders: the kernel wakes an
+ * event (bell__kick_edge).  Not only its own holders: the kernel wakes an
  * epoll's pollers on each event of what it holds, whatever the mode of that
  * registration, so an edge-triggered holder two levels up (A holds B
  * EPOLLET, B holds C level-triggered) gets an edge for each event of C,
@@ -104,7 +104,7 @@
  *    under dblock (bell_clear, bell_watch), and the take then looks at the
  *    queue and kicks: a signal that saw `set` == 1 before that store had
  *    queued its item before the look (the DOORBELL pair again);
- *  - every write is made with `set` = 1 under dblock (bell_ring,
+ *  - every write is made with `set` = 1 under dblock (bell__ring,
  *    bell__ring_idle), a watched instance never rings a napper instead
  *    (bell__kick), and neither a doze nor a nap writes `set` (DOZE, NAP):
  *    their holds were the `set` == 0 over a ring, and the `set` == 1
@@ -153,7 +153,7 @@
  * NOPOLL (UEPOLL_NOPOLL: nothing outside uepoll's calls polls the
  * instance's fd).  Then the doorbell is only for threads of ours: a signal
  * rings only while a thread is counted in `sleepers` or the instance is
- * watched (bell_wanted), and a stale doorbell is not cleared unless
+ * watched (bell__wanted), and a stale doorbell is not cleared unless
  * watched (bell_exact), so a polling loop (write, zero-timeout wait, read)
  * makes no system call at all.  An instance with kernel fds (nkernel > 0,
  * KERNEL) still rings for its queued items (the doorbell is the ready
@@ -164,7 +164,7 @@
  *    `sleepers` and `watched` (seq_cst); ring (bell_kick) if either is
  *    non-zero.
  *  - Sleeper: count itself in `sleepers` (seq_cst RMW), then re-check the
- *    queue (bell_sleep_begin; a doze and a FIFO follower count themselves
+ *    queue (bell__sleep_begin; a doze and a FIFO follower count themselves
  *    the same way before they look).  Either the signaler's load comes
  *    after the count (it rings, and DOORBELL takes over) or the re-check
  *    comes after the enqueue (the sleeper does not sleep).
@@ -197,7 +197,7 @@
  *    undo a ring that woke it), a store could land over a doorbell ring made
  *    meanwhile for a holder that arrived during the nap, leaving that ring
  *    in the eventfd for good (issue 32).
- *  - Napper (bell_nap_begin): read `nap`, count itself in `sleepers` then
+ *  - Napper (bell__nap_begin): read `nap`, count itself in `sleepers` then
  *    `nappers` (seq_cst RMWs), give up if watched, store `napped` = 0,
  *    give up if nkernel > 0 (KERNEL), re-check the queue, then FUTEX_WAIT
  *    on `nap` with the value read first.  Either the signal's
@@ -206,7 +206,7 @@
  *    re-check, which sees the item.  A napper not yet in FUTEX_WAIT when it
  *    is rung finds the word changed.
  *  - `napped` == 1 means "a napper was woken and will look"; every napper
- *    on its way out (bell_nap_end) uncounts itself and then stores `napped`
+ *    on its way out (bell__nap_end) uncounts itself and then stores `napped`
  *    = 0 before it looks at the queue (its wait goes round and harvests,
  *    or re-checks before its epoll sleep): a signal that found `napped` 1
  *    queued its item before that load, and some napper's store of 0 (its
@@ -226,13 +226,13 @@
  *    not watched (seq_cst load), and a watch wakes the nappers (below).
  *  - What makes a nap wrong ends it: a kernel fd's ADD, a nested record
  *    made loud and a demotion raise nkernel, and a watcher raises
- *    `watched`, each by a seq_cst RMW, then call bell_unnap, which loads
+ *    `watched`, each by a seq_cst RMW, then call bell__unnap, which loads
  *    `nappers` and wakes them all if any: either it sees the napper or the
  *    napper's check (after its count) sees the change.  Woken, they go
  *    round and sleep in the kernel epoll.
  *  - A nap always carries a timeout (sys_futex_nap): a signal handler then
  *    ends it with EINTR as it ends epoll_wait.  Cancelled in the nap, the
- *    wait runs bell_nap_end.
+ *    wait runs bell__nap_end.
  * Model: models/doorbell.pml (waiters nap or sleep in epoll, chosen each
  * time; a kernel fd added, or NOPOLL ended, while they nap); a holder that
  * arrives during a nap: models/arrive.pml.  t_port_nap counts the wake, and
@@ -245,7 +245,7 @@
  * finds nothing and sleeps again; and its poll of the epoll's fd reports
  * nothing for such an item.  A signaler here queues the item as always (its
  * place in the queue decides the order a wait reports, as the epitem's
- * does), and when its kick would make a system call (bell_would_ring: not
+ * does), and when its kick would make a system call (bell__would_ring: not
  * watched, wanted, `set` 0 or a napper counted) it first polls the item's source, after the
  * enqueue, and makes no ring if it shows nothing the item asks for.  In a
  * wake-all herd that is what spares a write(2) per instance after the first
@@ -255,7 +255,7 @@
  *    may make the item ready (a write, for EPOLLOUT a read) walks after its
  *    own CAS: the last such change either sees the value it made (or a
  *    later one) and rings, or sees nothing because a reader took it since;
- *  - a signal whose item is queued already still kicks (bell_kick_edge is
+ *  - a signal whose item is queued already still kicks (bell__kick_edge is
  *    called whether or not rq_enqueue queued it), so an item left queued
  *    without a ring is rung for by the next change that finds it ready;
  *  - a waiter that finds the item queued harvests it, polls it and drops
@@ -275,9 +275,9 @@
  * sees the fd polled from outside (poll(), select(), a kernel epoll:
  * uobj_polled; uepoll_ctl into a kernel epoll ends it too, port__polled).
  * bell_polled_outside stores nopoll = 0 (seq_cst), wakes the nappers
- * (bell_unnap: they re-check nopoll after their count and sleep in the
+ * (bell__unnap: they re-check nopoll after their count and sleep in the
  * kernel epoll instead) and kicks if items are queued: a signal loads
- * nopoll after its enqueue (bell_wanted, seq_cst), so either it saw 0 and
+ * nopoll after its enqueue (bell__wanted, seq_cst), so either it saw 0 and
  * rang, or its item is seen by the look.  From then on the instance is
  * exact, as if made without the flag (a stale doorbell may make the fd
  * read ready once, as a default instance's may).  A ueventfd ends
@@ -357,7 +357,7 @@ void bell_fork_child(struct bell *b)
 
 /* DOORBELL: write the doorbell with `set` = 1, one step for every take
  * (dblock). */
-void bell_ring(struct bell *b)
+void bell__ring(struct bell *b)
 {
 	lock_take(&b->dblock);
 	atomic_store(&b->set, 1);
@@ -395,7 +395,7 @@ static void bell__take(struct bell *b, bool always)
 
 /* NAP: one napper, as the kernel wakes one epoll_wait per event; a thread
  * asleep in the kernel epoll beside it is left asleep (the napper collects,
- * or passes the ring on: bell_nap_end).  `napped`: one wake until a napper
+ * or passes the ring on: bell__nap_end).  `napped`: one wake until a napper
  * comes back. */
 static void bell__nap_ring(struct bell *b)
 {
@@ -426,7 +426,25 @@ void bell__kick(struct bell *b)
 		bell__ring_idle(b);
 }
 
-int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
+/* NAP's eligibility (relaxed hints: bell__nap_begin checks again after it
+ * counts): a NOPOLL instance, not watched, no kernel fd, no signal mask to
+ * apply. */
+static bool bell__may_nap(struct bell *b, bool sigmask)
+{
+	return !sigmask &&
+	       atomic_load_explicit(&b->nopoll, memory_order_relaxed) &&
+	       !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
+	       atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
+}
+
+static void bell__nap_end(struct bell *b, struct readyq *q, bool pass);
+
+/* Count the caller as a sleeper and a napper, take `napped` (never `set`)
+ * and re-check the queue: 1 it may nap (*seq: the word's value to nap on;
+ * then bell__nap_end after it; pass: it leaves without collecting, EINTR
+ * or cancelled), 0 items are queued, -1 it must sleep in the kernel epoll
+ * (watched, NOPOLL ended, or a kernel fd counted); not counted then. */
+static int bell__nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
 {
 	/* Read before the count: a wake after it changes the word. */
 	*seq = atomic_load(&b->nap);
@@ -434,28 +452,29 @@ int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
 	atomic_fetch_add(&b->nappers, 1);
 	/* After the count (seq_cst): against bell_watch's,
 	 * bell_polled_outside's and bell_kernel_add's (or _forever's) change
-	 * then bell_unnap. */
+	 * then bell__unnap. */
 	if (atomic_load(&b->watched) || !atomic_load(&b->nopoll) ||
 	    atomic_load(&b->nkernel) > 0) {
-		bell_nap_end(b, q, false);
+		bell__nap_end(b, q, false);
 		return -1;
 	}
 	/* Take `napped` (a ring that woke a napper that has not come back
 	 * yet), then look (NAP).  Never `set`: the doorbell is not ours. */
 	atomic_store(&b->napped, 0);
 	if (!rq_empty(q)) {
-		bell_nap_end(b, q, false);
+		bell__nap_end(b, q, false);
 		return 0;
 	}
 	return 1;
 }
 
-int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns)
+/* sys_futex_nap's results. */
+static int bell__nap(struct bell *b, uint32_t seq, int64_t until_ns)
 {
 	return sys_futex_nap(&b->nap, seq, until_ns);
 }
 
-void bell_nap_end(struct bell *b, struct readyq *q, bool pass)
+static void bell__nap_end(struct bell *b, struct readyq *q, bool pass)
 {
 	/* Uncounted first, then `napped` given back, then (the caller's wait,
 	 * or below) a look (NAP): a ring that saw us counted exchanged
@@ -476,10 +495,10 @@ void bell_nap_end(struct bell *b, struct readyq *q, bool pass)
 
 void bell_kernel_add(struct bell *b)
 {
-	/* seq_cst RMW, then bell_unnap's load of nappers: against a napper's
-	 * count then look at nkernel (bell_nap_begin, NAP). */
+	/* seq_cst RMW, then bell__unnap's load of nappers: against a napper's
+	 * count then look at nkernel (bell__nap_begin, NAP). */
 	atomic_fetch_add(&b->nkernel, 1);
-	bell_unnap(b);
+	bell__unnap(b);
 }
 
 void bell_kernel_del(struct bell *b)
@@ -501,7 +520,7 @@ void bell_kernel_forever(struct bell *b)
 	    BELL__FOREVER / 2)
 		atomic_fetch_add(&b->nkernel, BELL__FOREVER);
 	/* The naps end (NAP). */
-	bell_unnap(b);
+	bell__unnap(b);
 }
 
 int bell_kernel_look_begin(struct bell *b)
@@ -519,7 +538,7 @@ void bell_kernel_looked(struct bell *b, int stale)
 	}
 }
 
-void bell_unnap(struct bell *b)
+void bell__unnap(struct bell *b)
 {
 	/* seq_cst load after the caller's RMW (NAP). */
 	if (atomic_load(&b->nappers) > 0) {
@@ -539,10 +558,10 @@ void bell__dozer_event(struct bell *b, uint32_t ev, bool queued)
 		    atomic_fetch_sub(&b->want, 1) == 1);
 
 	/* A watched instance's signal rings its level-triggered doorbell
-	 * next (bell_kick_edge), which wakes the dozer too; a second write
+	 * next (bell__kick_edge), which wakes the dozer too; a second write
 	 * could land after the dozer took the event and the doorbell, and
 	 * leave the instance ready with nothing in it for its holders.
-	 * (Relaxed: bell_kick_edge's later load of `watched` sees it too.) */
+	 * (Relaxed: bell__kick_edge's later load of `watched` sees it too.) */
 	if (end && !atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell__ring_idle(b);
 }
@@ -593,7 +612,10 @@ void bell_mirror(struct bell *b, struct readyq *q)
 		bell_clear(b, q);
 }
 
-bool bell_sleep_begin(struct bell *b, struct readyq *q)
+/* Count the caller as a sleeper, then re-check the queue: false (not
+ * counted) if items are queued, else the caller may sleep in the kernel
+ * epoll, then bell__sleep_end (DOORBELL). */
+static bool bell__sleep_begin(struct bell *b, struct readyq *q)
 {
 	/* seq_cst RMW then the queue's look: against the signaler's enqueue
 	 * then load of `set` (DOORBELL). */
@@ -605,15 +627,71 @@ bool bell_sleep_begin(struct bell *b, struct readyq *q)
 	return true;
 }
 
-void bell_sleep_end(struct bell *b)
+static void bell__sleep_end(struct bell *b)
 {
 	atomic_fetch_sub(&b->sleepers, 1);
+}
+
+/* A napper or a sleeper cancelled in its sleep is not one any more. */
+struct bell__sleeper {
+	struct bell *b;
+	struct readyq *q;
+};
+
+static void bell__nap_cancelled(void *arg)
+{
+	struct bell__sleeper *s = arg;
+
+	bell__nap_end(s->b, s->q, true);
+}
+
+static void bell__unsleep(void *arg)
+{
+	bell__sleep_end(arg);
+}
+
+/* The nap: as bell_sleep's answer, or -1 (it must sleep in the kernel
+ * epoll after all). */
+static int bell__nap_sleep(struct bell *b, struct readyq *q, int64_t until_ns,
+			   int *r)
+{
+	struct bell__sleeper s = { b, q };
+	uint32_t seq;
+	int k = bell__nap_begin(b, q, &seq);
+
+	if (k <= 0)
+		return k < 0 ? -1 : BELL_AWAKE;
+	pthread_cleanup_push(bell__nap_cancelled, &s);
+	k = bell__nap(b, seq, until_ns);
+	pthread_cleanup_pop(0);
+	/* EINTR: the wait returns without collecting. */
+	bell__nap_end(b, q, k == -EINTR);
+	*r = k == -EINTR ? -EINTR : 0;
+	return BELL_NAPPED;
+}
+
+enum bell_slept bell_sleep(struct bell *b, struct readyq *q, bool sigmask,
+			   int64_t until_ns, int (*kwait)(void *), void *arg,
+			   int *r)
+{
+	if (bell__may_nap(b, sigmask)) {
+		int k = bell__nap_sleep(b, q, until_ns, r);
+
+		if (k >= 0)
+			return (enum bell_slept)k;
+	}
+	if (!bell__sleep_begin(b, q))
+		return BELL_AWAKE;
+	pthread_cleanup_push(bell__unsleep, b);
+	*r = kwait(arg);
+	pthread_cleanup_pop(1);
+	return BELL_SLEPT;
 }
 
 void bell_doze_begin(struct bell *b, int want, bool blind)
 {
 	/* seq_cst, before the queue is re-checked: pairs with the signal
-	 * path's load of dozers after its enqueue (bell_dozer_event, and
+	 * path's load of dozers after its enqueue (bell__dozer_event, and
 	 * bell__kick's hold). */
 	atomic_fetch_add(&b->dozers, 1);
 	atomic_store(&b->want, want);
@@ -647,7 +725,7 @@ void bell_settle(struct bell *b, bool slept)
 	 * (seq_cst: a thread that starts sleeping counts itself, then looks
 	 * at the queue.)  NOPOLL: there is no outside poller to show them to
 	 * either, only the kernel's list to hold their place in. */
-	if ((!slept && (!bell_nopoll(b) || !bell_kernel_none(b))) ||
+	if ((!slept && (!bell__nopoll(b) || !bell_kernel_none(b))) ||
 	    atomic_load(&b->sleepers) > 0 ||
 	    atomic_load_explicit(&b->watched, memory_order_relaxed))
 		bell_kick(b);
@@ -662,7 +740,7 @@ void bell_polled_outside(struct bell *b, struct readyq *q)
 	 * before the store skipped its ring, after queueing its item, so the
 	 * look sees the item and rings for the new poller. */
 	atomic_store(&b->nopoll, false);
-	bell_unnap(b);
+	bell__unnap(b);
 	if (!rq_empty(q))
 		bell_kick(b);
 }
@@ -697,7 +775,7 @@ static void bell__watch(struct bell *b, int epfd, uint64_t data,
 	/* A watched instance's sleepers must be in the kernel epoll, where
 	 * the doorbell wakes them (NAP). */
 	if (delta > 0)
-		bell_unnap(b);
+		bell__unnap(b);
 	if ((delta > 0 && w == 1) || w == 0)
 		atomic_fetch_add(&bell__nwatched, w ? 1 : -1);
 	if (((delta > 0 && w == 1) || w == 0) && epfd >= 0) {

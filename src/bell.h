@@ -13,12 +13,11 @@
  *
  * Who calls what:
  *   signalers (port.c: a source's event reached the instance)
- *       bell_kick, bell_kick_edge, bell_wanted, bell_would_ring,
- *       bell_dozer_event,
- *       bell_defer, bell_exclusive_counts, bell_mirror
+ *       bell_signal (SIGNAL: every decision of the signal side), bell_mirror
  *   waiters (wait.c)
- *       bell_took, bell_clear, bell_sleep_begin/end, bell_doze_begin/end,
- *       bell_settle, bell_rung, bell_lt, bell_exact
+ *       bell_sleep (SLEEP: nap or kernel epoll), bell_kick, bell_took,
+ *       bell_clear, bell_doze_begin/end, bell_settle, bell_rung, bell_lt,
+ *       bell_exact
  *   FIFO followers (turn.c)    bell_follow_begin/end
  *   nesting (krec.c)           bell_watch, bell_any_watched
  *   kernel fds (krec.c, wait.c, port.c)  bell_kernel_*
@@ -29,12 +28,14 @@
  *
  * An instance made with UEPOLL_NOPOLL (NOPOLL in bell.c) rings only for a
  * sleeper or a watcher, and never clears a stale doorbell unless watched:
- * bell_kick_edge, bell_defer, bell_settle and bell_exact say so.
+ * bell_signal, bell_settle and bell_exact say so.  A name bell__x is a
+ * step of a verb, for bell.c and this header only.
  */
 #ifndef UEPOLL_BELL_H
 #define UEPOLL_BELL_H
 
 #include <pthread.h>
+#include <sys/epoll.h>
 
 #include "readyq.h"
 #include "sys.h"
@@ -59,7 +60,7 @@ struct bell {
 	 * NOPOLL instance naps); and the nested records a MOD made silent,
 	 * still counted in nkernel until a wait looks at the kernel epoll
 	 * (STALE in krec.c).  Read by waits, and by a NOPOLL instance's
-	 * signalers only (bell_wanted): off their line. */
+	 * signalers only (bell__wanted): off their line. */
 	_Atomic int nkernel;
 	_Atomic int ksettle;
 
@@ -69,7 +70,7 @@ struct bell {
 	 * neither a doze nor a nap holds it (DOZE, NAP).  seq_cst
 	 * everywhere. */
 	_Alignas(UEPOLL_CACHELINE) _Atomic int set;
-	/* Threads inside a sleep (bell_sleep_begin..end, a doze, a FIFO
+	/* Threads inside a sleep (bell__sleep_begin..end, a doze, a FIFO
 	 * follower).  seq_cst. */
 	_Atomic int sleepers;
 	/* Sleepers asleep on the futex word `nap` rather than in the kernel
@@ -136,7 +137,7 @@ static inline void bell_kick(struct bell *b)
 
 /* Write the doorbell whatever `set` says, with `set` = 1 (a watched
  * instance's ring per event: WATCHED).  Takes dblock. */
-void bell_ring(struct bell *b);
+void bell__ring(struct bell *b);
 /* Write the doorbell unless it is rung already (with `set` 0 -> 1); never
  * a napper's futex instead, whoever dozes (a watched instance's holders
  * and a dozer's wakeup look at the doorbell).  Takes dblock when it
@@ -150,11 +151,11 @@ void bell__ring_idle(struct bell *b);
  * (FAIRNESS in wait.c; a hint, read relaxed: a missed ring there only
  * reorders, the kernel turn's own kick keeps the queue from starving).
  * Called after the enqueue. */
-static inline bool bell_wanted(struct bell *b)
+static inline bool bell__wanted(struct bell *b)
 {
 	/* seq_cst loads after the enqueue's fenced exchange of the queue's
 	 * tail, against a sleeper's count then re-check of the queue
-	 * (bell_sleep_begin, bell_doze_begin, bell_follow_begin) and against
+	 * (bell__sleep_begin, bell_doze_begin, bell_follow_begin) and against
 	 * bell_watch's count then prune (NOPOLL in bell.c). */
 	return !atomic_load(&b->nopoll) ||
 	       atomic_load_explicit(&b->nkernel, memory_order_relaxed) > 0 ||
@@ -180,7 +181,7 @@ static inline void bell__kick_db(struct bell *b)
 /* A source's event reached the instance: ring unless rung; while watched
  * and an edge-triggered holder exists anywhere, every time (WATCHED);
  * NOPOLL: only if wanted. */
-static inline void bell_kick_edge(struct bell *b)
+static inline void bell__kick_edge(struct bell *b)
 {
 	if (atomic_load_explicit(&b->watched, memory_order_relaxed)) {
 		/* seq_cst load after the enqueue: a level-triggered holder
@@ -189,53 +190,91 @@ static inline void bell_kick_edge(struct bell *b)
 		 * eventfd, or being made); an edge-triggered one a write per
 		 * event. */
 		if (atomic_load(&bell__nedge))
-			bell_ring(b);
+			bell__ring(b);
 		else
 			bell__kick_db(b);
-	} else if (bell_wanted(b))
+	} else if (bell__wanted(b))
 		bell_kick(b);
 }
 
-/* QUIET: would bell_kick_edge make a system call now (the instance not
+/* QUIET: would bell__kick_edge make a system call now (the instance not
  * watched, the ring wanted, the doorbell not rung or a napper there)?
  * Then the signaler first looks at its item's source, and rings only if
  * it shows something (QUIET in bell.c).  seq_cst loads after the enqueue,
  * as bell_kick's. */
-static inline bool bell_would_ring(struct bell *b)
+static inline bool bell__would_ring(struct bell *b)
 {
 	return !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
-	       bell_wanted(b) &&
+	       bell__wanted(b) &&
 	       (atomic_load(&b->set) == 0 || atomic_load(&b->nappers) > 0);
 }
 
+/* An item with events ev was (queued: newly) put on the ready queue, and
+ * a batching wait dozes: wake it if this event concerns it (DOZE).  After
+ * the enqueue. */
 void bell__dozer_event(struct bell *b, uint32_t ev, bool queued);
-/* An item with events ev was (queued: newly) put on the ready queue: wake a
- * dozer that this event concerns (DOZE).  After the enqueue. */
-static inline void bell_dozer_event(struct bell *b, uint32_t ev, bool queued)
-{
-	if (unlikely(atomic_load(&b->dozers)))
-		bell__dozer_event(b, ev, queued);
-}
 
 /* A coalescing source queued an item without ringing (its ring is deferred
  * to a timer, wq.h): must the timer ring?  (After the enqueue; a napper is
  * woken whatever `set` says, as bell_kick.) */
-static inline bool bell_defer(struct bell *b)
+static inline bool bell__defer(struct bell *b)
 {
 	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
 	       ((atomic_load(&b->set) == 0 ||
 		 atomic_load(&b->nappers) > 0) &&
-		bell_wanted(b));
+		bell__wanted(b));
 }
 
-/* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts (ends the walk of
- * the source's watchers) only when the instance has a sleeper. */
-static inline bool bell_has_sleeper(struct bell *b)
+/*
+ * SIGNAL: an item with events ev is on the instance's ready queue (the
+ * caller enqueued it: every load here comes after that enqueue, as DOORBELL,
+ * DOZE, NAP and QUIET in bell.c need).  The one verb of the signal side:
+ *  - a batching wait dozing is woken if the event concerns it (DOZE);
+ *  - the answer has BELL_SLEEPER if ev has EPOLLEXCLUSIVE and a thread
+ *    sleeps in the instance: the kernel's rule, under which such a wakeup
+ *    counts (ends the walk of the source's watchers);
+ *  - BELL_DEFER (a coalescing source: its ring is deferred to a timer,
+ *    wq.h): nothing is rung; the answer has BELL_TIMER if the timer must
+ *    ring (a watched instance, or a ring wanted and the doorbell not rung
+ *    or a napper there);
+ *  - BELL_EDGE (a source's event): bell__kick_edge, which rings for every
+ *    event while a watched instance has an edge-triggered holder
+ *    (WATCHED); with BELL_QUIET, a ring that would cost a system call is
+ *    made only if look(arg) says the source still shows the event (QUIET:
+ *    a reader took it since, or a write of 0);
+ *  - neither (an ADD or MOD found its item ready, already queued): a
+ *    ring only if wanted (NOPOLL), as bell_kick.
+ * BELL_QUEUED: this call's enqueue put the item on the queue (a dozer
+ * counts it).
+ */
+#define BELL_QUEUED 0x1u
+#define BELL_EDGE 0x2u
+#define BELL_QUIET 0x4u
+#define BELL_DEFER 0x8u
+#define BELL_SLEEPER 0x1u
+#define BELL_TIMER 0x2u
+static inline unsigned bell_signal(struct bell *b, uint32_t ev, unsigned how,
+				   bool (*look)(void *), void *arg)
 {
-	return atomic_load(&b->sleepers) > 0;
+	unsigned r = 0;
+
+	if (unlikely(atomic_load(&b->dozers)))
+		bell__dozer_event(b, ev, how & BELL_QUEUED);
+	/* seq_cst, before this signal's ring (which may end the sleep). */
+	if ((ev & EPOLLEXCLUSIVE) && atomic_load(&b->sleepers) > 0)
+		r |= BELL_SLEEPER;
+	if (how & BELL_DEFER)
+		return r | (bell__defer(b) ? BELL_TIMER : 0);
+	if (!(how & BELL_EDGE)) {
+		if (bell__wanted(b))
+			bell_kick(b);
+	} else if (!(how & BELL_QUIET) || !bell__would_ring(b) || look(arg)) {
+		bell__kick_edge(b);
+	}
+	return r;
 }
 
-static inline bool bell_nopoll(struct bell *b)
+static inline bool bell__nopoll(struct bell *b)
 {
 	return atomic_load_explicit(&b->nopoll, memory_order_relaxed);
 }
@@ -315,11 +354,25 @@ void bell_clear(struct bell *b, struct readyq *q);
  * becomes, ready (the signal's kick after the take rings: DOORBELL).  Not
  * while a batch holds items (dozers). */
 void bell_unstale(struct bell *b, struct readyq *q);
-/* Count the caller as a sleeper, then re-check the queue: false (not
- * counted) if items are queued, else the caller may sleep in the kernel
- * epoll and must call bell_sleep_end after (DOORBELL). */
-bool bell_sleep_begin(struct bell *b, struct readyq *q);
-void bell_sleep_end(struct bell *b);
+/*
+ * SLEEP: a wait with nothing to collect sleeps (the caller spun already).
+ * The one verb of the sleep side: a NOPOLL instance with no kernel fd, no
+ * watcher and no signal mask to apply naps on its futex word (NAP) until
+ * until_ns (CLOCK_MONOTONIC, < 0 none); any other counts the caller as a
+ * sleeper, re-checks the queue, and sleeps in its kernel epoll through
+ * kwait(arg), the caller's epoll_wait (with its timeout and signal mask),
+ * whose result goes to *r (DOORBELL).  A nap that finds it must not nap
+ * after all (a watcher or a kernel fd counted meanwhile) sleeps in the
+ * kernel epoll instead.  Answers BELL_AWAKE without sleeping if items are
+ * queued; BELL_NAPPED after a nap (*r: 0, or -EINTR: the wait returns
+ * without collecting, a ring meant for it passed on); BELL_SLEPT after
+ * kwait.  A cancellation point: cancelled, the caller is not counted any
+ * more.
+ */
+enum bell_slept { BELL_AWAKE, BELL_NAPPED, BELL_SLEPT };
+enum bell_slept bell_sleep(struct bell *b, struct readyq *q, bool sigmask,
+			   int64_t until_ns, int (*kwait)(void *), void *arg,
+			   int *r);
 /* A batching wait dozes until `want` more events (DOZE): counted in
  * `dozers`, which holds an unwatched instance's kicks (`set` is not
  * touched); blind: the doorbell is taken first, read empty under dblock
@@ -328,34 +381,14 @@ void bell_doze_begin(struct bell *b, int want, bool blind);
 void bell_doze_end(struct bell *b, struct readyq *q);
 /* A wait is about to return with items still queued: ring so that a sleeper
  * or an outside poller sees them, unless the caller slept (or the instance
- * is NOPOLL without kernel fds, as bell_wanted's) and nobody else sleeps
+ * is NOPOLL without kernel fds, as bell__wanted's) and nobody else sleeps
  * or watches (its next wait finds them itself). */
 void bell_settle(struct bell *b, bool slept);
 
-/* NAP: a sleeping wait on a NOPOLL instance that has no kernel fds, no
- * watcher and no signal mask to apply sleeps on a futex word instead of in
- * the kernel epoll.  bell_nap_begin counts the caller as a sleeper and a
- * napper, takes `napped` (never `set`) and re-checks the queue: 1 it may nap
- * (*seq: the word's value to nap on; the caller calls bell_nap_end after
- * it; pass: it leaves without collecting, EINTR or cancelled), 0 items are
- * queued, -1 it must sleep in the kernel epoll (watched, NOPOLL ended, or a
- * kernel fd counted); not counted then.  bell_nap sleeps (sys_futex_nap's results).  bell_unnap
- * wakes every napper (after a seq_cst RMW that makes naps wrong: a kernel
- * fd counted in nkernel, a watcher counted, a demotion begun). */
-int bell_nap_begin(struct bell *b, struct readyq *q, uint32_t *seq);
-/* NAP's eligibility (relaxed hints: bell_nap_begin checks again after it
- * counts): a NOPOLL instance, not watched, no kernel fd, no signal mask to
- * apply. */
-static inline bool bell_may_nap(struct bell *b, bool sigmask)
-{
-	return !sigmask &&
-	       atomic_load_explicit(&b->nopoll, memory_order_relaxed) &&
-	       !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
-	       atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
-}
-int bell_nap(struct bell *b, uint32_t seq, int64_t until_ns);
-void bell_nap_end(struct bell *b, struct readyq *q, bool pass);
-void bell_unnap(struct bell *b);
+/* NAP (bell_sleep): bell__unnap wakes every napper (after a seq_cst RMW
+ * that makes naps wrong: a kernel fd counted in nkernel, a watcher counted,
+ * a demotion begun). */
+void bell__unnap(struct bell *b);
 
 /*
  * KERNEL: the count of the instance's kernel registrations that may fire

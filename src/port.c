@@ -130,52 +130,67 @@ err:
 	return r;
 }
 
-bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
+/* QUIET's look (bell_signal): does the item's source still show ev? */
+static bool port__item_shows(void *arg)
 {
+	struct item *it = arg;
 	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
-	struct port *p = it->port;
-	bool ewake = false;
 
-	/* Disarmed by EPOLLONESHOT, or not interested in this change. */
-	if (!(ev & ~UEP_PRIVATE_BITS) || (key && !(key & ev)))
+	return item_poll(it) & ev & ~UEP_PRIVATE_BITS;
+}
+
+/* The kernel's rule for EPOLLEXCLUSIVE: a wakeup counts when the instance
+ * has a sleeper (bell_signal's BELL_SLEEPER) and the change is one the
+ * registration asked for. */
+static bool port__exclusive_counts(uint32_t ev, uint32_t key)
+{
+	switch (key & (EPOLLIN | EPOLLOUT)) {
+	case EPOLLIN:
+		return ev & EPOLLIN;
+	case EPOLLOUT:
+		return ev & EPOLLOUT;
+	case 0:
+		return true;
+	default:
 		return false;
-	bell_dozer_event(&p->bell, ev, rq_enqueue(&p->rq, it));
-	if ((ev & EPOLLEXCLUSIVE) && bell_has_sleeper(&p->bell)) {
-		/* The kernel's rule: an exclusive wakeup counts when the
-		 * instance has a sleeper and the change is one it asked for. */
-		switch (key & (EPOLLIN | EPOLLOUT)) {
-		case EPOLLIN:
-			ewake = ev & EPOLLIN;
-			break;
-		case EPOLLOUT:
-			ewake = ev & EPOLLOUT;
-			break;
-		case 0:
-			ewake = true;
-			break;
-		}
 	}
-	if (!deferred) {
-		/* QUIET (bell.c): a ring that would wake somebody for an item
-		 * whose source shows nothing any more (a reader took the
-		 * counter since this change's CAS, or a write of 0) is not
-		 * made; the item stays queued, in its place. */
-		if (!bell_would_ring(&p->bell) ||
-		    (item_poll(it) & ev & ~UEP_PRIVATE_BITS))
-			bell_kick_edge(&p->bell);
-	} else {
-		spin_deferred(&p->spin);
-		if (bell_defer(&p->bell))
-			*deferred = true;
-	}
-	/* A watched instance must not stay readable for an event that did not
-	 * make the item ready (a write of 0): its holder's kernel epoll polls
-	 * it, and would otherwise report it (and disarm EPOLLONESHOT). */
+}
+
+/* A watched instance must not stay readable for an event that did not
+ * make the item ready (a write of 0): its holder's kernel epoll polls it,
+ * and would otherwise report it (and disarm EPOLLONESHOT). */
+static void port__signal_exact(struct port *p, struct item *it, uint32_t ev)
+{
 	if ((bell_watched(&p->bell) ||
 	     atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
 	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
 		port_revalidate(p);
-	return ewake;
+}
+
+bool port_item_signal(struct item *it, uint32_t key, bool *deferred)
+{
+	uint32_t ev = atomic_load_explicit(&it->events, memory_order_relaxed);
+	struct port *p = it->port;
+	unsigned how, r;
+
+	/* Disarmed by EPOLLONESHOT, or not interested in this change. */
+	if (!(ev & ~UEP_PRIVATE_BITS) || (key && !(key & ev)))
+		return false;
+	/* QUIET (bell.c): a ring that would wake somebody for an item whose
+	 * source shows nothing any more (a reader took the counter since this
+	 * change's CAS, or a write of 0) is not made; the item stays queued,
+	 * in its place.  A deferred signal rings nothing now. */
+	how = deferred ? BELL_DEFER : BELL_EDGE | BELL_QUIET;
+	if (rq_enqueue(&p->rq, it))
+		how |= BELL_QUEUED;
+	r = bell_signal(&p->bell, ev, how, port__item_shows, it);
+	if (deferred) {
+		spin_deferred(&p->spin);
+		if (r & BELL_TIMER)
+			*deferred = true;
+	}
+	port__signal_exact(p, it, ev);
+	return (r & BELL_SLEEPER) && port__exclusive_counts(ev, key);
 }
 
 void port_item_kick(struct item *it)
@@ -188,12 +203,8 @@ void port_item_kick(struct item *it)
 	 * it, so nobody sleeps on it. */
 	if (atomic_load(&it->state) != ITEM_QUEUED)
 		return;
-	bell_kick_edge(&p->bell);
-	/* As in port_item_signal: a watched instance's fd stays exact. */
-	if ((bell_watched(&p->bell) ||
-	     atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
-	    !(item_poll(it) & ev & ~UEP_PRIVATE_BITS))
-		port_revalidate(p);
+	(void)bell_signal(&p->bell, 0, BELL_EDGE, NULL, NULL);
+	port__signal_exact(p, it, ev);
 }
 
 /* The item has left its source's wait queue: drop it from the instance. */
@@ -210,15 +221,12 @@ static bool port__free_item(struct port *p, struct item *it)
 static void port__queue_if_ready(struct port *p, struct item *it,
 				 uint32_t events)
 {
-	if (item_poll(it) & events) {
-		bool queued = rq_enqueue(&p->rq, it);
-
-		bell_dozer_event(&p->bell, events, queued);
-		if (queued)
-			bell_kick_edge(&p->bell);
-		else if (bell_wanted(&p->bell))
-			bell_kick(&p->bell);
-	}
+	/* Newly queued: an edge (as a signal's); else a ring only if wanted. */
+	if (item_poll(it) & events)
+		(void)bell_signal(&p->bell, events,
+				  rq_enqueue(&p->rq, it) ? BELL_QUEUED | BELL_EDGE
+							 : 0,
+				  NULL, NULL);
 }
 
 /*

@@ -337,51 +337,41 @@ static bool wait__ready(void *p)
 	return !rq_empty(&((struct port *)p)->rq);
 }
 
+/* The sleep in the kernel epoll (bell_sleep's kwait). */
+struct wait__ksleep {
+	struct port *p;
+	struct epoll_event *evs;
+	int max;
+	const struct timespec *timeout;
+	const sigset_t *sigmask;
+	bool *db;
+	struct wait__kctx *kc;
+};
+
+static int wait__ksleep(void *arg)
+{
+	struct wait__ksleep *k = arg;
+
+	return wait__kernel(k->p, k->evs, k->max, k->timeout, k->sigmask,
+			    k->db, k->kc, NULL);
+}
+
 /*
- * The sleep of a wait (DOORBELL in bell.c): spin a little first (SPIN in
- * spin.c; until: the wait's deadline, -1 none), count ourselves in sleepers,
- * re-check the ready queue, then sleep in the kernel epoll, where the
- * doorbell and kernel fds wake us.  A level-triggered doorbell (a watched
- * instance) would wake us at once: it is cleared first unless something is
- * really ready.  Returns false, without sleeping, if items are queued;
- * else true with wait__kernel's result in *r.
+ * The sleep of a wait: spin a little first (SPIN in spin.c; until: the
+ * wait's deadline, -1 none), then bell_sleep (SLEEP in bell.h: a nap on a
+ * futex, or a sleep in the kernel epoll, where the doorbell and kernel fds
+ * wake us).  A level-triggered doorbell (a watched instance) would wake us
+ * at once: it is cleared first unless something is really ready.  Returns
+ * false, without sleeping, if items are queued; else true with the
+ * sleep's result in *r (a nap's: 0 or -EINTR, and no doorbell event).
  */
-static void wait__unsleep(void *p)
-{
-	bell_sleep_end(&((struct port *)p)->bell);
-}
-
-/* Cancelled in a nap: it leaves without collecting. */
-static void wait__unnap(void *arg)
-{
-	struct port *p = arg;
-
-	bell_nap_end(&p->bell, &p->rq, true);
-}
-
-/* The nap (NAP): 1 it napped (*r: 0 or -EINTR), 0 items are queued, -1 the
- * instance needs the kernel epoll after all. */
-static int wait__nap(struct port *p, int64_t until, int *r)
-{
-	uint32_t seq;
-	int k = bell_nap_begin(&p->bell, &p->rq, &seq);
-
-	if (k <= 0)
-		return k;
-	pthread_cleanup_push(wait__unnap, p);
-	k = bell_nap(&p->bell, seq, until);
-	pthread_cleanup_pop(0);
-	/* EINTR: the wait returns without collecting. */
-	bell_nap_end(&p->bell, &p->rq, k == -EINTR);
-	*r = k == -EINTR ? -EINTR : 0;
-	return 1;
-}
-
 static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 			int64_t until, const struct timespec *timeout,
 			const sigset_t *sigmask, bool *db,
 			struct wait__kctx *kc, int *r)
 {
+	struct wait__ksleep ks = { p, evs, max, timeout, sigmask, db, kc };
+
 	if (bell_lt(&p->bell))
 		bell_mirror(&p->bell, &p->rq);
 	/* The spin polls the ready queue: only for an instance that has
@@ -389,27 +379,18 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
 	    spin_wait(&p->spin, wait__ready, p, until))
 		return false;
-	if (bell_may_nap(&p->bell, sigmask != NULL)) {
-		switch (wait__nap(p, until, r)) {
-		case 0:
-			return false;
-		case 1:
-			/* Woken, timed out or interrupted: the caller
-			 * collects (a stale wake finds nothing and sleeps
-			 * again). */
-			*db = false;
-			return true;
-		default:
-			break;
-		}
-	}
-	if (!bell_sleep_begin(&p->bell, &p->rq))
+	switch (bell_sleep(&p->bell, &p->rq, sigmask != NULL, until,
+			   wait__ksleep, &ks, r)) {
+	case BELL_AWAKE:
 		return false;
-	/* Cancelled in its sleep, the wait is not a sleeper any more. */
-	pthread_cleanup_push(wait__unsleep, p);
-	*r = wait__kernel(p, evs, max, timeout, sigmask, db, kc, NULL);
-	pthread_cleanup_pop(1);
-	return true;
+	case BELL_NAPPED:
+		/* Woken, timed out or interrupted: the caller collects (a
+		 * stale wake finds nothing and sleeps again). */
+		*db = false;
+		return true;
+	default:
+		return true;
+	}
 }
 
 /*

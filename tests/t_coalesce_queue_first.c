@@ -1,6 +1,6 @@
 /*
  * t_coalesce_queue_first: a coalesced write decides whether its instance's
- * ring is owed (bell_defer: the doorbell not rung, or a napper) after it
+ * ring is owed (bell__defer: the doorbell not rung, or a napper) after it
  * queued the item, so that a waiter that took the doorbell and found the
  * queue empty meanwhile is rung by the write's timer (COALESCE in
  * src/eventfd.c; issue 36: the C twin of models/coalesce.pml's

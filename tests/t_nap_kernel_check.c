@@ -8,9 +8,9 @@
  * The window has no system call, so a hardware watchpoint places the ctl
  * in it (tests/watchpoint.h): thread S, a uepoll_wait on an empty
  * UEPOLL_NOPOLL instance without kernel fds (a nap), traps right after its
- * count in the bell's `sleepers` (bell_nap_begin), before its count in
+ * count in the bell's `sleepers` (bell__nap_begin), before its count in
  * `nappers`; there the main thread adds a pipe (krec_kctl: nkernel raised,
- * then bell_unnap, which sees no napper and wakes nobody) and makes it
+ * then bell__unnap, which sees no napper and wakes nobody) and makes it
  * readable.  S must then not nap: its look at nkernel after the count sends
  * it to the kernel epoll, which returns the pipe's event.  A napper that
  * looked only before its count naps with the event pending, and S does not
@@ -35,7 +35,7 @@ static struct epoll_event sev[4];
 static int sr = -2;
 
 /* S's accesses to `sleepers`: the first that finds it counted (S alone
- * sleeps here) is its count in bell_nap_begin; hold S there until the
+ * sleeps here) is its count in bell__nap_begin; hold S there until the
  * ctl is done. */
 static void on_access(const void *addr)
 {

@@ -1,6 +1,6 @@
 /*
  * t_nap_nopoll_check: a napper looks at `nopoll` after it has counted
- * itself (NAP and UNNOPOLL in src/bell.c, bell_nap_begin;
+ * itself (NAP and UNNOPOLL in src/bell.c, bell__nap_begin;
  * models/doorbell.pml, MUTANT_NAP_NO_NOPOLL_CHECK), so that NOPOLL ended
  * between its first look (wait__may_nap's hint) and its count moves it into
  * the kernel epoll, where the doorbell rings from then on.
@@ -8,10 +8,10 @@
  * The window has no system call, so a hardware watchpoint places the end
  * of NOPOLL in it (tests/watchpoint.h): thread S, a uepoll_wait on an empty
  * UEPOLL_NOPOLL instance without kernel fds (a nap), traps right after its
- * count in the bell's `sleepers` (bell_nap_begin), before its count in
+ * count in the bell's `sleepers` (bell__nap_begin), before its count in
  * `nappers`; there the main thread puts the instance into a kernel epoll
  * level-triggered (uepoll_ctl: bell_polled_outside stores nopoll = 0, then
- * bell_unnap sees no napper and wakes nobody).  Once S sleeps, a write to a
+ * bell__unnap sees no napper and wakes nobody).  Once S sleeps, a write to a
  * ueventfd the instance watches rings the doorbell (NOPOLL over, no napper
  * ring), and S must get its event: its look at `nopoll` after the count
  * sent it to the kernel epoll.  A napper that does not look naps on the
@@ -38,7 +38,7 @@ static struct epoll_event sev[4];
 static int sr = -2;
 
 /* S's accesses to `sleepers`: the first that finds it counted (S alone
- * sleeps here) is its count in bell_nap_begin; hold S there until NOPOLL
+ * sleeps here) is its count in bell__nap_begin; hold S there until NOPOLL
  * has ended. */
 static void on_access(const void *addr)
 {

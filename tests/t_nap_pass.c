@@ -1,6 +1,6 @@
 /*
  * t_nap_pass: a nap ended by a signal passes its ring on (NAP in
- * src/bell.c, bell_nap_end; models/doorbell.pml, MUTANT_NAP_NO_PASS).
+ * src/bell.c, bell__nap_end; models/doorbell.pml, MUTANT_NAP_NO_PASS).
  *
  * On a UEPOLL_NOPOLL instance, thread A naps (a uepoll_wait without a
  * sigmask sleeps on the futex word) and thread B sleeps in the kernel epoll

@@ -1,21 +1,21 @@
 /*
  * t_nap_take: a napper takes `napped` (stores 0) before its re-check of the
- * queue (NAP in src/bell.c, bell_nap_begin; models/doorbell.pml,
+ * queue (NAP in src/bell.c, bell__nap_begin; models/doorbell.pml,
  * MUTANT_NAP_NO_TAKE).  A ring that saw a napper counted may set `napped`
  * after that napper has already left (its re-check found the item, and its
- * bell_nap_end gave `napped` back): `napped` then says "a napper was woken
+ * bell__nap_end gave `napped` back): `napped` then says "a napper was woken
  * and will look" with nobody to look, and every later ring for a napper
  * stops at it.  The next napper's take is what clears it.
  *
  * The model's counterexample, forced with two hardware watchpoints
  * (tests/watchpoint.h; the windows have no system call):
  *  1. thread A, a uepoll_wait on an empty UEPOLL_NOPOLL instance (a nap),
- *     traps right after its count in the bell's `nappers` (bell_nap_begin),
+ *     traps right after its count in the bell's `nappers` (bell__nap_begin),
  *     before its re-check;
  *  2. the main thread writes a ueventfd the instance watches: the item is
  *     queued, and the ring (bell__kick) traps right after its load of
  *     `nappers`, which saw A;
- *  3. A goes on: its re-check finds the item, its bell_nap_end gives
+ *  3. A goes on: its re-check finds the item, its bell__nap_end gives
  *     `napped` back, and its wait returns the event;
  *  4. the ring goes on: it finds `napped` 0, sets it to 1 and wakes nobody;
  *  5. A reads the counter and waits again (a nap, with no trap now), and
@@ -43,7 +43,7 @@ static _Atomic int a_ready, a_tid, a_fired, w_fired, a_first, a_again,
 static struct epoll_event aev[2][4];
 static int ar[2] = { -2, -2 };
 
-/* A's accesses to `nappers`: the first is its count (bell_nap_begin); A
+/* A's accesses to `nappers`: the first is its count (bell__nap_begin); A
  * waits there until the write's ring has loaded `nappers`. */
 static void a_access(const void *addr)
 {
@@ -55,7 +55,7 @@ static void a_access(const void *addr)
 }
 
 /* The writer's accesses to `nappers`: its first (a fresh instance's `set`
- * is 0, so bell_would_ring and bell_kick do not load it) is bell__kick's,
+ * is 0, so bell__would_ring and bell_kick do not load it) is bell__kick's,
  * which saw A counted; it waits there until A's wait has returned. */
 static void w_access(const void *addr)
 {

@@ -1,7 +1,7 @@
 /*
  * t_nest_kick_first: a signal queues its item before it looks at the
  * doorbell (port_item_signal in src/port.c: rq_enqueue, then
- * bell_kick_edge; WATCHED in src/bell.c; models/watched.pml, mutant
+ * bell__kick_edge; WATCHED in src/bell.c; models/watched.pml, mutant
  * KICK_FIRST).  Kicked first, a signal that finds the doorbell rung does
  * not ring; a clear that takes the doorbell then and looks at the queue
  * before the item is queued does not ring either: the item is left queued

@@ -1,7 +1,7 @@
 /*
  * t_nopoll_count_first: a thread about to sleep in the kernel epoll counts
  * itself in the bell's `sleepers` before it re-checks the ready queue
- * (bell_sleep_begin; NOPOLL in src/bell.c; models/doorbell.pml,
+ * (bell__sleep_begin; NOPOLL in src/bell.c; models/doorbell.pml,
  * MUTANT_NOPOLL_COUNT_LATE).  A signal of a UEPOLL_NOPOLL instance rings
  * only for a sleeper it sees: with the look first, an item queued between
  * the look and the count is neither seen nor rung for.
@@ -10,7 +10,7 @@
  * in it (tests/watchpoint.h): thread S waits with a sigmask (so it sleeps in
  * the kernel epoll, not in a nap) on an empty instance, and traps after
  * each of its loads of the queue's tail.  Its last look before it sleeps
- * (bell_sleep_begin's) is found first: S waits twice, each woken by a
+ * (bell__sleep_begin's) is found first: S waits twice, each woken by a
  * write once it sleeps, and the number of S's accesses to the tail before
  * its sleep is read while it sleeps (the same both times: the path to the
  * sleep is the same, no spin: UEPOLL_NOSPIN).  Then S waits a third time

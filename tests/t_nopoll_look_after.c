@@ -1,6 +1,6 @@
 /*
  * t_nopoll_look_after: on a UEPOLL_NOPOLL instance a signal decides whether
- * to ring (bell_wanted: a sleeper counted, or a watcher) only after it has
+ * to ring (bell__wanted: a sleeper counted, or a watcher) only after it has
  * queued its item (NOPOLL in src/bell.c, port_item_signal;
  * models/doorbell.pml, MUTANT_NOPOLL_LOOK_FIRST).  Decided before, it may
  * see no sleeper while a thread counts itself, re-checks the still empty
@@ -8,7 +8,7 @@
  *
  * The window has no system call, so a hardware watchpoint places the sleep
  * in it (tests/watchpoint.h): writer thread W traps right after its first
- * load of the bell's `sleepers` (bell_wanted), which finds none; there
+ * load of the bell's `sleepers` (bell__wanted), which finds none; there
  * thread S starts a uepoll_wait (a nap: no kernel fd, no sigmask), and W
  * goes on only once S sleeps or has returned.  After the enqueue (the
  * code's order) S finds the item at once; loaded before it, W queues the
