@@ -114,15 +114,8 @@
 	X(int, shmdt, (const void *))                                         \
 	X(int, brk, (void *))                                                 \
 	X(void *, sbrk, (intptr_t))                                           \
-	X(int, remap_file_pages, (void *, size_t, int, size_t, int))          \
 	X(ssize_t, process_madvise,                                           \
 	  (int, const struct iovec *, size_t, int, unsigned int))             \
-	X(int, ftruncate, (int, off_t))                                       \
-	X(int, ftruncate64, (int, off64_t))                                   \
-	X(int, truncate, (const char *, off_t))                               \
-	X(int, truncate64, (const char *, off64_t))                           \
-	X(int, fallocate, (int, int, off_t, off_t))                           \
-	X(int, fallocate64, (int, int, off64_t, off64_t))                     \
 	X(int, io_destroy, (unsigned long))                                   \
 	X(pid_t, _Fork, (void))                                               \
 	X(int, clone, (int (*)(void *), void *, int, void *, ...))            \

@@ -17,36 +17,47 @@
  * SEEN: so each thread remembers the last few page ranges process_vm_readv
  * read whole, tagged with the process's map generation, and reads a range
  * inside one of them directly while the generation has not moved.  The
- * generation moves after every call through libc (or libc's syscall()) that
- * can make readable memory unreadable:
+ * generation moves around every call through libc (or libc's syscall())
+ * that can make readable memory unreadable:
  *  - munmap, mremap, mprotect without PROT_READ, pkey_mprotect, mmap with
- *    MAP_FIXED, remap_file_pages, shmat, shmdt, brk, sbrk;
+ *    MAP_FIXED, shmat, shmdt, brk, sbrk;
  *  - madvise and process_madvise with an advice that is not a known
  *    harmless one (MADV_GUARD_INSTALL, MADV_HWPOISON);
- *  - ftruncate, truncate, fallocate (a file mapping past the new end:
- *    SIGBUS where the kernel answers EFAULT);
  *  - io_destroy (the kernel unmaps the AIO ring);
  *  - a new process's copy (fork, _Fork, clone without CLONE_VM): the child
  *    lacks what MADV_DONTFORK kept from it.
- * For good, nothing is remembered after pkey_alloc (a thread may then deny
- * itself a page with no call at all: pkey_set is one instruction), after a
+ * For good, nothing is remembered once the program maps a file (mmap with
+ * an fd: a file cut short by ftruncate, by an open with O_TRUNC, by
+ * fopen("w") through libc's own open, or by another process, leaves the
+ * mapping past its end SIGBUS where the kernel answers EFAULT; anonymous
+ * memory has no such end), after pkey_alloc (a thread may then deny itself
+ * a page with no call at all: pkey_set is one instruction), after a
  * userfaultfd is made or registered (a missing page of a SIGBUS-mode range
- * faults where the kernel answers EFAULT, and MADV_DONTNEED makes one), and
- * once the process is PLAIN.
+ * faults, and MADV_DONTNEED makes one), and once the process is PLAIN.
  *
  * What it cannot see, and where a read the kernel would answer EFAULT then
  * faults instead: memory unmapped by libc itself (free() of a large block,
  * a finished thread's stack, dlclose) and then passed again, which is a
- * use after free; a system call instruction of the program's own; a file
- * mapping that another process truncates under the range.  uepoll-run(1),
- * LIMITS.  (helper-33 found the first list incomplete: DONTFORK, uffd,
- * process_madvise, remap_file_pages, io_destroy, truncation; p_seen.)
+ * use after free; a system call instruction of the program's own.
+ * uepoll-run(1), LIMITS.  (helper-33 and helper-34 found the earlier lists
+ * incomplete: DONTFORK, uffd, process_madvise, io_destroy, truncation,
+ * O_TRUNC, a signal's siglongjmp out of munmap; p_seen covers each.)
  *
- * Ordering: the generation is bumped (release) after the call returns, so
- * a peek that happens after the call (the program's own order: the call
- * returned, then it polled) loads (acquire) the new value and misses.  A
- * peek racing the call itself races the program's own two calls; its entry
- * carries the generation loaded before its read, so it misses once the
+ * IN FLIGHT: a call that may unmap raises `changing` and moves the
+ * generation before it (mem_begin), and moves it again and lowers
+ * `changing` after (mem_end).  A peek remembers a range only if, after its
+ * read, `changing` is 0 and the generation is the one it loaded before the
+ * read (seq_cst loads; the same stores in the opposite order: a seqlock).
+ * So a read made while a call is in flight is never remembered, and a
+ * call that a signal handler leaves by siglongjmp (skipping mem_end) has
+ * moved the generation past every entry and keeps `changing` raised: SEEN
+ * then remembers nothing more, for good, which is only slower.
+ * Ordering: a peek that happens after the call (the program's own order:
+ * the call returned, then it polled) loads (acquire) a generation the
+ * call moved, and misses.  A peek racing the call itself races the
+ * program's own two calls, as the kernel's would (EFAULT there, a fault
+ * here, if it loses).  Its entry carries the generation loaded before its
+ * read, so it misses once the
  * bump is seen.  Each entry is one 64-bit word, read and written whole
  * (relaxed): a raw clone() thread that shares another's TLS may race on
  * the ways, never see half an entry.  An entry holds the generation's low
@@ -85,6 +96,7 @@ _Static_assert(MEM__PAGE_BITS + MEM__SPAN_BITS + MEM__GEN_BITS + 1 == 64,
 	       "a SEEN entry is one 64-bit word");
 
 static _Atomic uint64_t mem__gen;
+static _Atomic int mem__changing;
 static atomic_bool mem__off;
 static __thread _Atomic uint64_t mem__seen[MEM__WAYS]
 	__attribute__((tls_model("initial-exec")));
@@ -96,6 +108,33 @@ void mem_changed(void)
 {
 	/* release: pairs with the acquire load in mem__entry. */
 	atomic_fetch_add_explicit(&mem__gen, 1, memory_order_release);
+}
+
+void mem_begin(void)
+{
+	/* IN FLIGHT: raised, then moved (seq_cst both); mem__seen_add's loads
+	 * come in the opposite order. */
+	atomic_fetch_add(&mem__changing, 1);
+	atomic_fetch_add(&mem__gen, 1);
+}
+
+void mem_end(void)
+{
+	atomic_fetch_add(&mem__gen, 1);
+	atomic_fetch_sub(&mem__changing, 1);
+}
+
+long mem_end_r(long r)
+{
+	mem_end();
+	return r;
+}
+
+bool mem_map_check(int flags, int fd)
+{
+	if (!(flags & MAP_ANONYMOUS) && fd >= 0)
+		mem_forget_all();
+	return flags & MAP_FIXED;
 }
 
 void mem_forget_all(void)
@@ -122,9 +161,12 @@ static uint64_t mem__entry(const void *src, size_t n, uint64_t *gen)
 	       (last - first) << MEM__PAGE_BITS | first;
 }
 
-/* Remember want, made under the full generation gen. */
+/* Remember want, read under the full generation gen, unless a call that
+ * may unmap was in flight meanwhile (IN FLIGHT). */
 static void mem__seen_add(uint64_t want, uint64_t gen)
 {
+	if (atomic_load(&mem__changing) != 0 || atomic_load(&mem__gen) != gen)
+		return;
 	if (atomic_load_explicit(&mem__seen_gen, memory_order_relaxed) != gen) {
 		for (int i = 0; i < MEM__WAYS; i++)
 			atomic_store_explicit(&mem__seen[i], 0,
@@ -236,30 +278,33 @@ static long mem__raw(long r)
 #define ARGS6_(a, b, c, d, e, f, ...)                                        \
 	(long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f)
 
+/* A call that may unmap, between mem_begin and mem_end (IN FLIGHT). */
+#define MEM__AROUND(type, call)                                               \
+	({                                                                    \
+		type r_;                                                      \
+		mem_begin();                                                  \
+		r_ = (type)(call);                                            \
+		mem_end();                                                    \
+		r_;                                                           \
+	})
+
 PRELOAD_WRAP int munmap(void *addr, size_t len)
 {
-	int r = (int)MEM__CALL(munmap, SYS_munmap, addr, len);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(int, MEM__CALL(munmap, SYS_munmap, addr, len));
 }
 
 PRELOAD_WRAP int mprotect(void *addr, size_t len, int prot)
 {
-	int r = (int)MEM__CALL(mprotect, SYS_mprotect, addr, len, prot);
-
-	if (!(prot & PROT_READ))
-		mem_changed();
-	return r;
+	if (prot & PROT_READ)
+		return (int)MEM__CALL(mprotect, SYS_mprotect, addr, len, prot);
+	return MEM__AROUND(int,
+			   MEM__CALL(mprotect, SYS_mprotect, addr, len, prot));
 }
 
 PRELOAD_WRAP int pkey_mprotect(void *addr, size_t len, int prot, int pkey)
 {
-	int r = (int)MEM__CALL(pkey_mprotect, SYS_pkey_mprotect, addr, len,
-			       prot, pkey);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(int, MEM__CALL(pkey_mprotect, SYS_pkey_mprotect,
+					  addr, len, prot, pkey));
 }
 
 PRELOAD_WRAP int pkey_alloc(unsigned int flags, unsigned int rights)
@@ -272,16 +317,17 @@ static void *mem__mmap(void *(*f)(void *, size_t, int, int, int, off_t),
 		       void *addr, size_t len, int prot, int flags, int fd,
 		       off_t off)
 {
-	void *r = f ? f(addr, len, prot, flags, fd, off)
-		    : (void *)mem__raw(real_syscall_raw(
-			      SYS_mmap, (long)addr, (long)len, prot, flags, fd,
-			      (long)off));
-
+#define MEM__MMAP                                                             \
+	(f ? f(addr, len, prot, flags, fd, off)                               \
+	   : (void *)mem__raw(real_syscall_raw(SYS_mmap, (long)addr,          \
+					       (long)len, prot, flags, fd,    \
+					       (long)off)))
 	/* Only MAP_FIXED can replace a mapping: any other lands where
-	 * nothing was. */
-	if (flags & MAP_FIXED)
-		mem_changed();
-	return r;
+	 * nothing was.  A file mapping ends SEEN. */
+	if (!mem_map_check(flags, fd))
+		return MEM__MMAP;
+	return MEM__AROUND(void *, MEM__MMAP);
+#undef MEM__MMAP
 }
 
 PRELOAD_WRAP void *mmap(void *addr, size_t len, int prot, int flags, int fd,
@@ -299,147 +345,72 @@ PRELOAD_WRAP void *mmap64(void *addr, size_t len, int prot, int flags,
 PRELOAD_WRAP void *mremap(void *old, size_t old_len, size_t len, int flags,
 			  ...)
 {
-	void *to = NULL, *r;
+	void *to;
 	va_list ap;
 
-	/* The fifth argument exists only with MREMAP_FIXED (glibc reads it
-	 * on the same condition). */
-	if (flags & MREMAP_FIXED) {
-		va_start(ap, flags);
-		to = va_arg(ap, void *);
-		va_end(ap);
-	}
-	r = (void *)MEM__CALL(mremap, SYS_mremap, old, old_len, len, flags, to);
-	mem_changed();
-	return r;
+	/* The fifth argument, whatever the flags: glibc's mremap passes its
+	 * register to the kernel as it is, which takes it as a hint with
+	 * MREMAP_DONTUNMAP alone (helper-34). */
+	va_start(ap, flags);
+	to = va_arg(ap, void *);
+	va_end(ap);
+	return MEM__AROUND(void *, MEM__CALL(mremap, SYS_mremap, old, old_len,
+					     len, flags, to));
 }
 
 PRELOAD_WRAP int madvise(void *addr, size_t len, int advice)
 {
-	int r = (int)MEM__CALL(madvise, SYS_madvise, addr, len, advice);
-
-	if (mem_advice_may_unmap(advice))
-		mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP void *shmat(int id, const void *addr, int flags)
-{
-	void *r = (void *)MEM__CALL(shmat, SYS_shmat, id, addr, flags);
-
-	mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP int shmdt(const void *addr)
-{
-	int r = (int)MEM__CALL(shmdt, SYS_shmdt, addr);
-
-	mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP int brk(void *addr)
-{
-	int r;
-
-	/* The raw brk answers the new break, not 0/-1: no raw fallback (no
-	 * lookup ever calls brk through this name). */
-	r = REAL(brk) ? REAL(brk)(addr) : (errno = ENOMEM, -1);
-	mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP void *sbrk(intptr_t inc)
-{
-	void *r = REAL(sbrk) ? REAL(sbrk)(inc) : (errno = ENOMEM, (void *)-1);
-
-	mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP int remap_file_pages(void *addr, size_t len, int prot,
-				  size_t pgoff, int flags)
-{
-	int r = (int)MEM__CALL(remap_file_pages, SYS_remap_file_pages, addr,
-			       len, prot, pgoff, flags);
-
-	mem_changed();
-	return r;
+	if (!mem_advice_may_unmap(advice))
+		return (int)MEM__CALL(madvise, SYS_madvise, addr, len, advice);
+	return MEM__AROUND(int,
+			   MEM__CALL(madvise, SYS_madvise, addr, len, advice));
 }
 
 PRELOAD_WRAP ssize_t process_madvise(int pidfd, const struct iovec *iov,
 				     size_t n, int advice, unsigned int flags)
 {
-	ssize_t r = MEM__CALL(process_madvise, SYS_process_madvise, pidfd, iov,
-			      n, advice, flags);
-
-	if (mem_advice_may_unmap(advice))
-		mem_changed();
-	return r;
+	if (!mem_advice_may_unmap(advice))
+		return MEM__CALL(process_madvise, SYS_process_madvise, pidfd,
+				 iov, n, advice, flags);
+	return MEM__AROUND(ssize_t,
+			   MEM__CALL(process_madvise, SYS_process_madvise,
+				     pidfd, iov, n, advice, flags));
 }
 
-/* A file mapping past the file's new end faults (SIGBUS) where the kernel
- * answers EFAULT. */
-PRELOAD_WRAP int ftruncate(int fd, off_t len)
+PRELOAD_WRAP void *shmat(int id, const void *addr, int flags)
 {
-	int r = (int)MEM__CALL(ftruncate, SYS_ftruncate, fd, len);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(void *,
+			   MEM__CALL(shmat, SYS_shmat, id, addr, flags));
 }
 
-PRELOAD_WRAP int ftruncate64(int fd, off64_t len)
+PRELOAD_WRAP int shmdt(const void *addr)
 {
-	int r = (int)MEM__CALL(ftruncate64, SYS_ftruncate, fd, len);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(int, MEM__CALL(shmdt, SYS_shmdt, addr));
 }
 
-PRELOAD_WRAP int truncate(const char *path, off_t len)
+/* (The raw brk answers the new break, not 0/-1: no raw fallback; no
+ * lookup ever calls brk or sbrk through these names.) */
+PRELOAD_WRAP int brk(void *addr)
 {
-	int r = (int)MEM__CALL(truncate, SYS_truncate, path, len);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(int, REAL(brk) ? REAL(brk)(addr)
+					  : (errno = ENOMEM, -1));
 }
 
-PRELOAD_WRAP int truncate64(const char *path, off64_t len)
+PRELOAD_WRAP void *sbrk(intptr_t inc)
 {
-	int r = (int)MEM__CALL(truncate64, SYS_truncate, path, len);
-
-	mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP int fallocate(int fd, int mode, off_t off, off_t len)
-{
-	int r = (int)MEM__CALL(fallocate, SYS_fallocate, fd, mode, off, len);
-
-	mem_changed();
-	return r;
-}
-
-PRELOAD_WRAP int fallocate64(int fd, int mode, off64_t off, off64_t len)
-{
-	int r = (int)MEM__CALL(fallocate64, SYS_fallocate, fd, mode, off, len);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(void *, REAL(sbrk) ? REAL(sbrk)(inc)
+					      : (errno = ENOMEM, (void *)-1));
 }
 
 /* libaio's io_destroy: the kernel unmaps the context's ring. */
 int io_destroy(unsigned long ctx); /* libaio.h's */
 PRELOAD_WRAP int io_destroy(unsigned long ctx)
 {
-	int r = REAL(io_destroy)
-			? REAL(io_destroy)(ctx)
-			: (int)real_syscall_raw(SYS_io_destroy, (long)ctx, 0,
-						0, 0, 0, 0);
-
-	mem_changed();
-	return r;
+	return MEM__AROUND(int, REAL(io_destroy)
+					? REAL(io_destroy)(ctx)
+					: (int)real_syscall_raw(SYS_io_destroy,
+								(long)ctx, 0,
+								0, 0, 0, 0));
 }
 
 /* A new process: what MADV_DONTFORK kept out of it is not there.  fork()

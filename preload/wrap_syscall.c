@@ -132,29 +132,26 @@
 	X(getrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(setrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(prlimit64, 1, limit_syscall(nr, A(0), A(1), a))                     \
-	/* What may leave readable memory unreadable (SEEN in wrap_mem.c). */ \
-	X(munmap, 1, mem_after(SYSCALL__LIBC))                                \
-	X(mremap, 1, mem_after(SYSCALL__LIBC))                                \
-	X(mprotect, !(I(2) & PROT_READ), mem_after(SYSCALL__LIBC))            \
-	X(pkey_mprotect, 1, mem_after(SYSCALL__LIBC))                         \
+	/* What may leave readable memory unreadable (SEEN in wrap_mem.c),  \
+	 * between mem_begin and mem_end (IN FLIGHT). */                      \
+	X(munmap, 1, MEM_AROUND)                                              \
+	X(mremap, 1, MEM_AROUND)                                              \
+	X(mprotect, !(I(2) & PROT_READ), MEM_AROUND)                          \
+	X(pkey_mprotect, 1, MEM_AROUND)                                       \
 	X(pkey_alloc, 1, (mem_forget_all(), SYSCALL__LIBC))                   \
-	X(mmap, I(3) & MAP_FIXED, mem_after(SYSCALL__LIBC))                   \
-	X(madvise, mem_advice_may_unmap(I(2)), mem_after(SYSCALL__LIBC))      \
-	X(shmat, 1, mem_after(SYSCALL__LIBC))                                 \
-	X(shmdt, 1, mem_after(SYSCALL__LIBC))                                 \
-	X(brk, 1, mem_after(SYSCALL__LIBC))                                   \
-	X(remap_file_pages, 1, mem_after(SYSCALL__LIBC))                      \
-	X(process_madvise, mem_advice_may_unmap(I(3)),                        \
-	  mem_after(SYSCALL__LIBC))                                           \
-	X(ftruncate, 1, mem_after(SYSCALL__LIBC))                             \
-	X(truncate, 1, mem_after(SYSCALL__LIBC))                              \
-	X(fallocate, 1, mem_after(SYSCALL__LIBC))                             \
-	X(io_destroy, 1, mem_after(SYSCALL__LIBC))                            \
+	/* (A file mapping ends SEEN: mem_map_check.) */                      \
+	X(mmap, mem_map_check(I(3), I(4)), MEM_AROUND)                        \
+	X(madvise, mem_advice_may_unmap(I(2)), MEM_AROUND)                    \
+	X(process_madvise, mem_advice_may_unmap(I(3)), MEM_AROUND)            \
+	X(shmat, 1, MEM_AROUND)                                               \
+	X(shmdt, 1, MEM_AROUND)                                               \
+	X(brk, 1, MEM_AROUND)                                                 \
+	X(io_destroy, 1, MEM_AROUND)                                          \
 	/* A copy of the process (the child moves its own generation on its  \
 	 * way back: MADV_DONTFORK), and a userfaultfd (SEEN ends). */        \
-	X(fork, 1, mem_after(SYSCALL__LIBC))                                  \
-	X(clone, !(A(0) & CLONE_VM), mem_after(SYSCALL__LIBC))                \
-	X(clone3, 1, mem_after(SYSCALL__LIBC))                                \
+	X(fork, 1, MEM_AROUND)                                                \
+	X(clone, !(A(0) & CLONE_VM), MEM_AROUND)                              \
+	X(clone3, 1, MEM_AROUND)                                              \
 	X(userfaultfd, 1, (mem_forget_all(), SYSCALL__LIBC))                  \
 	/* (A private fd is not hidden from these.) */                       \
 	X(poll, 1, (poll_mark_fds(P(0), (nfds_t)A(1), NULL), SYSCALL__LIBC))  \
@@ -183,12 +180,8 @@ static long syscall__libc(long nr, const long *a)
 }
 #define SYSCALL__LIBC syscall__libc(nr, a)
 
-/* A call's answer, after SEEN has forgotten (wrap_mem.c). */
-static long mem_after(long r)
-{
-	mem_changed();
-	return r;
-}
+/* A call that may unmap, IN FLIGHT (wrap_mem.c). */
+#define MEM_AROUND (mem_begin(), mem_end_r(SYSCALL__LIBC))
 
 PRELOAD_WRAP long syscall(long nr, ...)
 {

@@ -24,10 +24,13 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -279,9 +282,11 @@ static void g_wrap(char *p)
 }
 
 /* A file mapping (MAP_SHARED or MAP_PRIVATE) of a page, then the file cut
- * to nothing (ftruncate, truncate) or the page remapped past its end
- * (remap_file_pages): SIGBUS for a direct read, EFAULT from the kernel. */
-static void run_file(const char *way, int flags)
+ * to nothing (ftruncate, truncate, an open with O_TRUNC, creat, fopen "w"
+ * through libc's own open) or the page remapped past its end
+ * (remap_file_pages): SIGBUS for a direct read, EFAULT from the kernel.
+ * In a child (a file mapping ends SEEN for good there). */
+static void file__case(const char *way, int flags)
 {
 	char path[] = "/tmp/p_seen_XXXXXX";
 	int fd = mkstemp(path);
@@ -298,12 +303,112 @@ static void run_file(const char *way, int flags)
 		P_CHECK(truncate(path, 0) == 0);
 	else if (!strcmp(way, "remap-file-pages"))
 		P_CHECK(remap_file_pages(p, PAGE, 0, 100, 0) == 0);
+	else if (!strcmp(way, "o-trunc"))
+		P_CHECK(close(open(path, O_WRONLY | O_TRUNC)) == 0);
+	else if (!strcmp(way, "creat"))
+		P_CHECK(close(creat(path, 0600)) == 0);
+	else if (!strcmp(way, "fopen-w"))
+		P_CHECK(fclose(fopen(path, "w")) == 0);
 	else
 		P_CHECK(ftruncate(fd, 0) == 0);
 	look(way, "after", p);
 	munmap(p, PAGE);
 	unlink(path);
 	close(fd);
+}
+
+static void run_file(const char *way, int flags)
+{
+	pid_t c;
+	int st;
+
+	fflush(stdout);
+	c = fork();
+	P_REQUIRE(c >= 0);
+	if (c == 0) {
+		file__case(way, flags);
+		fflush(stdout);
+		_exit(t_failures ? 1 : 0);
+	}
+	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+}
+
+/* A signal handler leaves munmap by siglongjmp, after the unmap and before
+ * the preload's wrapper returns (a 20 us timer interrupts the call's way
+ * back): each poll of the gone page after that is the kernel's EFAULT.
+ * Up to 300 such jumps in at most 200000 rounds (the count of jumps is
+ * the machine's: it goes to stderr; a round the jump came too early for,
+ * with the page still there, is not counted). */
+static sigjmp_buf lj__jb;
+static volatile sig_atomic_t lj__in;
+
+static void lj__handler(int sig)
+{
+	(void)sig;
+	if (lj__in) {
+		lj__in = 0;
+		siglongjmp(lj__jb, 1);
+	}
+}
+
+static void run_longjmp(void)
+{
+	struct itimerval it = { { 0, 20 }, { 0, 20 } }, off = { { 0, 0 }, { 0, 0 } };
+	struct sigaction sa = { .sa_handler = lj__handler };
+	volatile int jumps = 0, bad = 0;
+
+	sigemptyset(&sa.sa_mask);
+	P_REQUIRE(sigaction(SIGALRM, &sa, NULL) == 0);
+	P_REQUIRE(setitimer(ITIMER_REAL, &it, NULL) == 0);
+	for (volatile int i = 0; i < 200000 && jumps < 300; i++) {
+		char *volatile p = mmap(NULL, 64 * PAGE, PROT_READ | PROT_WRITE,
+					MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+					-1, 0);
+
+		if (p == MAP_FAILED)
+			continue;
+		fill(p);
+		(void)poll((struct pollfd *)(void *)p, 1, 0);
+		if (sigsetjmp(lj__jb, 1) == 0) {
+			lj__in = 1;
+			munmap(p, 64 * PAGE);
+			lj__in = 0;
+			continue;
+		}
+		/* Jumped: is the page gone (msync: ENOMEM if unmapped)? */
+		if (msync(p, PAGE, MS_ASYNC) == 0) {
+			munmap(p, 64 * PAGE);
+			continue;
+		}
+		jumps++;
+		if (!(poll((struct pollfd *)(void *)p, 1, 0) < 0 &&
+		      errno == EFAULT))
+			bad++;
+	}
+	P_CHECK(setitimer(ITIMER_REAL, &off, NULL) == 0);
+	signal(SIGALRM, SIG_DFL);
+	fprintf(stderr, "longjmp: %d jumps\n", jumps);
+	printf("longjmp: %s\n", bad ? "a poll of a gone page did not fail"
+				     : "every poll of a gone page: EFAULT");
+}
+
+/* In a child: a call left by siglongjmp ends SEEN there (IN FLIGHT). */
+static void run_longjmp_child(void)
+{
+	pid_t c;
+	int st;
+
+	fflush(stdout);
+	c = fork();
+	P_REQUIRE(c >= 0);
+	if (c == 0) {
+		run_longjmp();
+		fflush(stdout);
+		_exit(t_failures ? 1 : 0);
+	}
+	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
 }
 
 /* MADV_DONTFORK keeps the page out of a child: fork, _Fork, clone. */
@@ -529,7 +634,11 @@ static int run_unmap(void)
 	run_file("ftruncate", MAP_SHARED);
 	run_file("ftruncate", MAP_PRIVATE);
 	run_file("truncate", MAP_SHARED);
+	run_file("o-trunc", MAP_SHARED);
+	run_file("creat", MAP_PRIVATE);
+	run_file("fopen-w", MAP_SHARED);
 	run_file("remap-file-pages", MAP_SHARED);
+	run_longjmp_child();
 	run_dontfork("dontfork-fork");
 	run_dontfork("dontfork-_Fork");
 	run_dontfork("dontfork-clone");
