@@ -46,9 +46,10 @@
  *
  * CANCELLATION.  The sleeps are cancellation points (sys.h).  Each part of
  * a wait that has something to undo registers it around the part that may
- * sleep: a sleeper's count (wait__sleep), a doze (wait__doze: the end of
- * the doze), a batching wait's hold list (wait__batch: rq_batch_end); a
- * FIFO line's lead is turn.c's, the call's reference api.c's.
+ * sleep: a sleeper's or a napper's count (bell_sleep, in bell.c), a doze
+ * (wait__doze: the end of the doze), a batching wait's hold list
+ * (wait__batch: rq_batch_end); a FIFO line's lead is turn.c's, the call's
+ * reference api.c's.
  */
 #include <errno.h>
 #include <poll.h>
