@@ -281,6 +281,26 @@ static void g_wrap(char *p)
 		(void)munmap(NULL, 0);
 }
 
+/* fn(arg) in a forked child: what it ends there (SEEN, for good: a file
+ * mapping, a userfaultfd, a call left by siglongjmp; an rlimit) stays
+ * there; its checks count through its exit status. */
+static void in_child(void (*fn)(const void *), const void *arg)
+{
+	pid_t c;
+	int st;
+
+	fflush(stdout);
+	c = fork();
+	P_REQUIRE(c >= 0);
+	if (c == 0) {
+		fn(arg);
+		fflush(stdout);
+		_exit(t_failures ? 1 : 0);
+	}
+	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
+		WEXITSTATUS(st) == 0);
+}
+
 /* A file mapping (MAP_SHARED or MAP_PRIVATE) of a page, then the file cut
  * to nothing (ftruncate, truncate, an open with O_TRUNC, creat, fopen "w"
  * through libc's own open) or the page remapped past its end
@@ -317,21 +337,23 @@ static void file__case(const char *way, int flags)
 	close(fd);
 }
 
+struct file__way {
+	const char *way;
+	int flags;
+};
+
+static void file__child(const void *arg)
+{
+	const struct file__way *w = arg;
+
+	file__case(w->way, w->flags);
+}
+
 static void run_file(const char *way, int flags)
 {
-	pid_t c;
-	int st;
+	struct file__way w = { way, flags };
 
-	fflush(stdout);
-	c = fork();
-	P_REQUIRE(c >= 0);
-	if (c == 0) {
-		file__case(way, flags);
-		fflush(stdout);
-		_exit(t_failures ? 1 : 0);
-	}
-	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
-		WEXITSTATUS(st) == 0);
+	in_child(file__child, &w);
 }
 
 /* A signal handler leaves munmap by siglongjmp, after the unmap and before
@@ -394,21 +416,10 @@ static void run_longjmp(void)
 }
 
 /* In a child: a call left by siglongjmp ends SEEN there (IN FLIGHT). */
-static void run_longjmp_child(void)
+static void longjmp__child(const void *arg)
 {
-	pid_t c;
-	int st;
-
-	fflush(stdout);
-	c = fork();
-	P_REQUIRE(c >= 0);
-	if (c == 0) {
-		run_longjmp();
-		fflush(stdout);
-		_exit(t_failures ? 1 : 0);
-	}
-	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
-		WEXITSTATUS(st) == 0);
+	(void)arg;
+	run_longjmp();
 }
 
 /* MADV_DONTFORK keeps the page out of a child: fork, _Fork, clone. */
@@ -503,20 +514,14 @@ static void uffd__case(bool dev)
 	fflush(stdout);
 }
 
+static void uffd__child(const void *arg)
+{
+	uffd__case(*(const bool *)arg);
+}
+
 static void run_uffd(bool dev)
 {
-	pid_t c;
-	int st;
-
-	fflush(stdout);
-	c = fork();
-	P_REQUIRE(c >= 0);
-	if (c == 0) {
-		uffd__case(dev);
-		_exit(t_failures ? 1 : 0);
-	}
-	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
-		WEXITSTATUS(st) == 0);
+	in_child(uffd__child, &dev);
 }
 
 /* The kernel unmaps an AIO context's ring at io_destroy. */
@@ -569,36 +574,31 @@ static void run_sendmsg(void)
  * numbers below it, PLACES in src/fdzone.c): natively a free number, and
  * the kernel cannot write revents: EFAULT.  In a child (the limit stays
  * there). */
+static void rohide__child(const void *arg)
+{
+	struct rlimit rl = { 64, 64 };
+	struct pollfd *a;
+	int e, r;
+
+	(void)arg;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		_exit(3);
+	e = eventfd(0, 0);
+	a = (struct pollfd *)(void *)page();
+	for (int i = 0; i < 8; i++) {
+		a[i].fd = 63 - i;
+		a[i].events = POLLIN;
+	}
+	P_CHECK(mprotect(a, PAGE, PROT_READ) == 0);
+	r = poll(a, 8, 0);
+	e = errno;
+	printf("rohide: poll %d %s\n", r, r < 0 ? strerrorname_np(e) : "");
+	fflush(stdout);
+}
+
 static void run_rohide(void)
 {
-	pid_t c;
-	int st;
-
-	fflush(stdout);
-	c = fork();
-	P_REQUIRE(c >= 0);
-	if (c == 0) {
-		struct rlimit rl = { 64, 64 };
-		struct pollfd *a;
-		int e, r;
-
-		if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-			_exit(3);
-		e = eventfd(0, 0);
-		a = (struct pollfd *)(void *)page();
-		for (int i = 0; i < 8; i++) {
-			a[i].fd = 63 - i;
-			a[i].events = POLLIN;
-		}
-		P_CHECK(mprotect(a, PAGE, PROT_READ) == 0);
-		r = poll(a, 8, 0);
-		e = errno;
-		printf("rohide: poll %d %s\n", r, r < 0 ? strerrorname_np(e) : "");
-		fflush(stdout);
-		_exit(0);
-	}
-	P_CHECK(waitpid(c, &st, 0) == c && WIFEXITED(st) &&
-		WEXITSTATUS(st) == 0);
+	in_child(rohide__child, NULL);
 }
 
 static int run_unmap(void)
@@ -638,7 +638,7 @@ static int run_unmap(void)
 	run_file("creat", MAP_PRIVATE);
 	run_file("fopen-w", MAP_SHARED);
 	run_file("remap-file-pages", MAP_SHARED);
-	run_longjmp_child();
+	in_child(longjmp__child, NULL);
 	run_dontfork("dontfork-fork");
 	run_dontfork("dontfork-_Fork");
 	run_dontfork("dontfork-clone");
