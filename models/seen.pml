@@ -2,9 +2,9 @@
  * seen.pml - SEEN's IN FLIGHT (preload/wrap_mem.c): a range the preload
  * read once is read again directly only while no call that can unmap it
  * has come since.  A call that may unmap runs between mem_begin (raise
- * `changing`, then move `gen`) and mem_end (move `gen`, then lower
+ * `changing`, then move `gen`) and mem__end (move `gen`, then lower
  * `changing`), and a signal handler may leave it by siglongjmp after the
- * unmap, skipping mem_end.  A peek loads `gen` (mem__entry), hits if its
+ * unmap, skipping mem__end.  A peek loads `gen` (mem__entry), hits if its
  * entry carries that generation, else reads with process_vm_readv (EFAULT
  * if the page is gone) and remembers the range only if, after the read,
  * `changing` is 0 and `gen` is still the one it loaded (mem__seen_add).
@@ -21,9 +21,9 @@
  *   MUTANT_SEEN_NO_INFLIGHT  a peek remembers whatever `changing` says: a
  *                            range read after mem_begin, before the unmap,
  *                            survives a call left by siglongjmp
- *   MUTANT_SEEN_NO_END_BUMP  mem_end does not move `gen`: a range read
+ *   MUTANT_SEEN_NO_END_BUMP  mem__end does not move `gen`: a range read
  *                            after mem_begin, before the unmap, and
- *                            remembered after mem_end, survives the call
+ *                            remembered after mem__end, survives the call
  */
 bit mapped = 1;		/* the page the program polls */
 byte gen;		/* mem__gen */
@@ -86,7 +86,7 @@ proctype unmapper()
 #endif
 	mapped = 0;				/* the call: munmap */
 	if
-	:: true ->				/* mem_end */
+	:: true ->				/* mem__end */
 #ifndef MUTANT_SEEN_NO_END_BUMP
 		gen++;
 #endif

@@ -109,15 +109,13 @@ bool preload_peek(void *dst, const void *src, size_t n);
 bool preload_poke(void *dst, const void *src, size_t n);
 /* Does ioctl request req make or register a userfaultfd (SEEN ends)? */
 bool mem_uffd_request(unsigned long req);
-/* What the program could read may have become unreadable: SEEN forgets
- * (mem_changed: after a call that did it, with nothing in flight; a call
- * that may unmap runs between mem_begin and mem_end, IN FLIGHT;
- * mem_end_r(r) is mem_end() then r).  mem_forget_all: for good (PLAIN,
- * pkeys, a userfaultfd).  mem_map_check: before mmap(flags, fd), ends SEEN
- * for a file mapping; true if the call may replace one (MAP_FIXED). */
-void mem_changed(void);
+/* What the program could read may become unreadable: a call that may
+ * unmap runs between mem_begin and mem_end_r(its answer), which returns
+ * the answer (IN FLIGHT in wrap_mem.c).  mem_forget_all: SEEN ends for good
+ * (PLAIN, pkeys, a userfaultfd).  mem_map_check: before mmap(flags, fd),
+ * ends SEEN for a file mapping; true if the call may replace one
+ * (MAP_FIXED). */
 void mem_begin(void);
-void mem_end(void);
 long mem_end_r(long r);
 void mem_forget_all(void);
 bool mem_map_check(int flags, int fd);

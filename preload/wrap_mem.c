@@ -45,11 +45,11 @@
  *
  * IN FLIGHT: a call that may unmap raises `changing` and moves the
  * generation before it (mem_begin), and moves it again and lowers
- * `changing` after (mem_end).  A peek remembers a range only if, after its
+ * `changing` after (mem__end).  A peek remembers a range only if, after its
  * read, `changing` is 0 and the generation is the one it loaded before the
  * read (seq_cst loads; the same stores in the opposite order: a seqlock).
  * So a read made while a call is in flight is never remembered, and a
- * call that a signal handler leaves by siglongjmp (skipping mem_end) has
+ * call that a signal handler leaves by siglongjmp (skipping mem__end) has
  * moved the generation past every entry and keeps `changing` raised: SEEN
  * then remembers nothing more, for good, which is only slower.
  * Ordering: a peek that happens after the call (the program's own order:
@@ -104,7 +104,9 @@ static __thread unsigned mem__turn __attribute__((tls_model("initial-exec")));
 static __thread _Atomic uint64_t mem__seen_gen
 	__attribute__((tls_model("initial-exec")));
 
-void mem_changed(void)
+/* One move, with nothing in flight (a new process's child, a clone, the
+ * end of SEEN). */
+static void mem__changed(void)
 {
 	/* release: pairs with the acquire load in mem__entry. */
 	atomic_fetch_add_explicit(&mem__gen, 1, memory_order_release);
@@ -118,7 +120,7 @@ void mem_begin(void)
 	atomic_fetch_add(&mem__gen, 1);
 }
 
-void mem_end(void)
+static void mem__end(void)
 {
 	atomic_fetch_add(&mem__gen, 1);
 	atomic_fetch_sub(&mem__changing, 1);
@@ -126,7 +128,7 @@ void mem_end(void)
 
 long mem_end_r(long r)
 {
-	mem_end();
+	mem__end();
 	return r;
 }
 
@@ -140,7 +142,7 @@ bool mem_map_check(int flags, int fd)
 void mem_forget_all(void)
 {
 	atomic_store_explicit(&mem__off, true, memory_order_relaxed);
-	mem_changed();
+	mem__changed();
 }
 
 /* The entry [src, src + n) would have now under the generation *gen, or
@@ -201,6 +203,21 @@ static bool mem__seen_has(uint64_t want, uint64_t gen)
 	return false;
 }
 
+/* A process_vm_readv or _writev of n bytes from src to dst answered got:
+ * true if it copied them.  Where such a call is not allowed (a seccomp
+ * filter, say) the copy is made directly, as the kernel's call is about to
+ * touch the memory anyway; EFAULT is false. */
+static bool mem__vm_done(ssize_t got, void *dst, const void *src, size_t n)
+{
+	if (got == (ssize_t)n)
+		return true;
+	if (got < 0 && errno != EFAULT) {
+		__builtin_memcpy(dst, src, n);
+		return true;
+	}
+	return false;
+}
+
 bool preload_peek(void *dst, const void *src, size_t n)
 {
 	struct iovec l = { dst, n }, r = { (void *)src, n };
@@ -216,32 +233,17 @@ bool preload_peek(void *dst, const void *src, size_t n)
 	}
 	stats_add(STAT_PEEKS);
 	got = process_vm_readv(getpid(), &l, 1, &r, 1, 0);
-	if (got == (ssize_t)n) {
-		if (want)
-			mem__seen_add(want, gen);
-		return true;
-	}
-	if (got < 0 && errno != EFAULT) {
-		/* Not allowed here (a seccomp filter, say): read it directly,
-		 * as the kernel is about to. */
-		__builtin_memcpy(dst, src, n);
-		return true;
-	}
-	return false;
+	if (got == (ssize_t)n && want)
+		mem__seen_add(want, gen);
+	return mem__vm_done(got, dst, src, n);
 }
 
 bool preload_poke(void *dst, const void *src, size_t n)
 {
 	struct iovec l = { (void *)src, n }, r = { dst, n };
-	ssize_t got = process_vm_writev(getpid(), &l, 1, &r, 1, 0);
 
-	if (got == (ssize_t)n)
-		return true;
-	if (got < 0 && errno != EFAULT) {
-		__builtin_memcpy(dst, src, n);
-		return true;
-	}
-	return false;
+	return mem__vm_done(process_vm_writev(getpid(), &l, 1, &r, 1, 0), dst,
+			    src, n);
 }
 
 bool mem_uffd_request(unsigned long req)
@@ -278,13 +280,13 @@ static long mem__raw(long r)
 #define ARGS6_(a, b, c, d, e, f, ...)                                        \
 	(long)(a), (long)(b), (long)(c), (long)(d), (long)(e), (long)(f)
 
-/* A call that may unmap, between mem_begin and mem_end (IN FLIGHT). */
+/* A call that may unmap, between mem_begin and mem__end (IN FLIGHT). */
 #define MEM__AROUND(type, call)                                               \
 	({                                                                    \
 		type r_;                                                      \
 		mem_begin();                                                  \
 		r_ = (type)(call);                                            \
-		mem_end();                                                    \
+		mem__end();                                                   \
 		r_;                                                           \
 	})
 
@@ -425,7 +427,7 @@ PRELOAD_WRAP pid_t _Fork(void)
 					SYS_clone, SIGCHLD, 0, 0, 0, 0, 0));
 
 	if (r == 0)
-		mem_changed();
+		mem__changed();
 	return r;
 }
 
@@ -443,7 +445,7 @@ PRELOAD_WRAP int clone(int (*fn)(void *), void *stack, int flags, void *arg,
 	ctid = va_arg(ap, void *);
 	va_end(ap);
 	if (!(flags & CLONE_VM))
-		mem_changed();
+		mem__changed();
 	if (!REAL(clone)) {
 		errno = ENOSYS;
 		return -1;
@@ -453,7 +455,7 @@ PRELOAD_WRAP int clone(int (*fn)(void *), void *stack, int flags, void *arg,
 
 static void mem__fork_child(void)
 {
-	mem_changed();
+	mem__changed();
 }
 
 __attribute__((constructor)) static void mem__init(void)

@@ -133,7 +133,7 @@
 	X(setrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(prlimit64, 1, limit_syscall(nr, A(0), A(1), a))                     \
 	/* What may leave readable memory unreadable (SEEN in wrap_mem.c),  \
-	 * between mem_begin and mem_end (IN FLIGHT). */                      \
+	 * between mem_begin and mem_end_r (IN FLIGHT). */                      \
 	X(munmap, 1, MEM_AROUND)                                              \
 	X(mremap, 1, MEM_AROUND)                                              \
 	X(mprotect, !(I(2) & PROT_READ), MEM_AROUND)                          \
