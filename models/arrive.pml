@@ -22,7 +22,7 @@
  * bell__nedge before `watched`).  Its thread wakes (level-triggered: while
  * the eventfd is non-zero, once per write; edge-triggered: on a write),
  * takes what is queued through waits on the instance, and the last of
- * those, settling (bell_mirror), takes the doorbell.
+ * those, settling (bell__mirror), takes the doorbell.
  *
  * Shared state, as in bell.c:
  *   count       items on the ready queue
@@ -163,7 +163,7 @@ inline nap_ring() {
 #endif
 }
 
-/* bell_kick: load `set` and nappers; bell__kick: watched, the hold, a
+/* bell__kick: load `set` and nappers; bell__kick_slow: watched, the hold, a
  * napper's ring, or the doorbell's.  (k*: the loads, one step each.) */
 inline kick() {
 	if
@@ -193,7 +193,7 @@ inline kick() {
 	fi
 }
 
-/* bell_clear */
+/* bell__clear */
 inline clear() {
 	if
 	:: db_set == 1 ->
@@ -206,7 +206,7 @@ inline clear() {
 	fi
 }
 
-/* wait__settle's bell_mirror (a watched instance only): prune (items kept:
+/* wait__settle's bell__mirror (a watched instance only): prune (items kept:
  * kick), else clear. */
 inline settle() {
 	if
@@ -296,7 +296,7 @@ proctype waiter()
 	byte seq;
 	if
 	:: !napcfg ->
-		/* bell_doze_begin, the re-check, the doze */
+		/* bell__doze_begin, the re-check, the doze */
 		dozers++;
 #ifdef MUTANT_DOZE_HOLDS_SET
 		db_set = 1;
@@ -311,7 +311,7 @@ proctype waiter()
 			:: true -> skip			/* the window closes */
 			fi
 		fi;
-		/* bell_doze_end */
+		/* bell__doze_end */
 		sleepers--;
 		dozers--;
 #ifdef MUTANT_DOZE_HOLDS_SET

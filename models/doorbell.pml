@@ -13,7 +13,7 @@
  *   watched     bell.watched: another instance holds this one
  *   nopoll      UEPOLL_NOPOLL (chosen either way by init): signals ring
  *               only for a sleeper or a watcher (bell__wanted), and a wait
- *               that leaves items rings only for them (bell_settle); an
+ *               that leaves items rings only for them (bell__settle); an
  *               instance with kernel fds rings as nopoll = 0 does (`fair`)
  *   nappers     bell.nappers: sleepers asleep on the futex word (NAP)
  *   napped      bell.napped: a ring woke a napper, none has come back since
@@ -127,7 +127,7 @@ inline nap_ring() {
 	fi
 }
 
-/* bell_kick: load db_set and nappers; then (bell__kick) watched, nappers
+/* bell__kick: load db_set and nappers; then (bell__kick_slow) watched, nappers
  * and nopoll: a napper's ring (whatever db_set says: NOPOLL leaves stale
  * doorbells) or the doorbell's. */
 inline kick() {
@@ -149,7 +149,7 @@ inline unnap() {
 	fi
 }
 
-/* bell__wanted's loads, one step each; then bell_kick if wanted. */
+/* bell__wanted's loads, one step each; then bell__kick if wanted. */
 inline signal() {
 	want = !nopoll;
 	if
@@ -229,7 +229,7 @@ proctype waiter(byte me)
 		if
 		:: atomic { count > 0 -> count--; consumed++ } ->
 			/* wait__settle: keep the fd readable for what is left
-			 * (bell_settle; NOPOLL: only for a sleeper or a
+			 * (bell__settle; NOPOLL: only for a sleeper or a
 			 * watcher) */
 			if
 			:: count > 0 -> signal()
@@ -356,7 +356,7 @@ end_outer:	atomic { db_pending == 1 -> db_pending = 0 };
 	od
 }
 
-/* A ctl that adds a kernel fd (krec_kctl: bell_kernel_add raises nkernel,
+/* A ctl that adds a kernel fd (krec_kctl: bell__kernel_add raises nkernel,
  * then bell__unnap), and the fd's event, which reaches the kernel epoll
  * only. */
 proctype ctl()
@@ -368,7 +368,7 @@ proctype ctl()
 	kready = 1
 }
 
-/* UNNOPOLL (bell_polled_outside): the option ends while in use. */
+/* UNNOPOLL (bell__polled_outside): the option ends while in use. */
 proctype unnopoll()
 {
 	nopoll = 0;

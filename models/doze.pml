@@ -1,11 +1,11 @@
 /*
  * doze.pml - the doorbell protocol with a dozing batching wait (src/bell.c,
- * DOZE: bell_doze_begin/end, bell__dozer_event; src/wait.c, wait__doze), for the spin model
+ * DOZE: bell__doze_begin/end, bell__dozer_event; src/wait.c, wait__doze), for the spin model
  * checker.
  * Checked exhaustively: when nothing can move any more (every waiter asleep,
  * every doze over), no item is left queued, and every item produced is
  * consumed exactly once.  A doze holds the instance's kicks while it is
- * counted in `dozers` (bell__kick returns at once; db_set is not touched),
+ * counted in `dozers` (bell__kick_slow returns at once; db_set is not touched),
  * so a plain sleeper may sleep through items meanwhile; the doze always ends
  * (its window is a timer, an always-enabled step here), and on its way out
  * must uncount itself, then look and ring for what the sleeper missed: the
@@ -45,7 +45,7 @@ inline ring_idle() {
 	fi
 }
 
-/* bell_kick: load db_set; then (bell__kick) load dozers: a doze holds the
+/* bell__kick: load db_set; then (bell__kick_slow) load dozers: a doze holds the
  * kick; else ring_idle. */
 inline kick() {
 	if
@@ -115,7 +115,7 @@ proctype dozer()
 		if
 		:: d < NDOZE ->
 			d++;
-			/* bell_doze_begin: counted (the hold), then the
+			/* bell__doze_begin: counted (the hold), then the
 			 * re-check */
 			dozers++;
 			sleepers++;
@@ -128,7 +128,7 @@ proctype dozer()
 				:: true -> skip	/* the window closes */
 				fi
 			fi;
-			/* bell_doze_end: uncounted, then the look */
+			/* bell__doze_end: uncounted, then the look */
 			sleepers--;
 #ifdef MUTANT_LOOK_FIRST
 			if

@@ -34,7 +34,7 @@ byte consumed;
 bit pending;
 bit queued;
 
-/* bell_kick: test, then exchange, then write(2) to the doorbell. */
+/* bell__kick: test, then exchange, then write(2) to the doorbell. */
 inline kick() {
 	if
 	:: db_set == 0 ->

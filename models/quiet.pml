@@ -48,7 +48,7 @@ bit wql;
 byte written;
 byte consumed;
 
-/* bell_kick: test, then exchange, then write(2) the doorbell (wakes one
+/* bell__kick: test, then exchange, then write(2) the doorbell (wakes one
  * sleeper; its event stays pending until a waiter takes it). */
 inline kick() {
 	if

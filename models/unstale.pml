@@ -1,5 +1,5 @@
 /*
- * unstale.pml - UNSTALE (bell_unstale in src/bell.c, port_revalidate in
+ * unstale.pml - UNSTALE (bell__unstale in src/bell.c, port_revalidate in
  * src/port.c): an instance a kernel epoll holds level-triggered (kheld) must
  * not read ready for items that are not, nor stop reading ready while one
  * is.  The kernel polls the instance's fd, which is readable while its
@@ -34,7 +34,7 @@ bit st;
 bit db_set;
 bit db_pending;
 
-/* bell_kick: test, then exchange, then write(2) the doorbell. */
+/* bell__kick: test, then exchange, then write(2) the doorbell. */
 inline kick() {
 	if
 	:: db_set == 0 ->
@@ -62,7 +62,7 @@ proctype producer()
 }
 
 /* A read that empties the counter, then uefd__was_read's wq_unready:
- * port_revalidate of the item's kheld instance, bell_unstale. */
+ * port_revalidate of the item's kheld instance, bell__unstale. */
 proctype reader()
 {
 	do

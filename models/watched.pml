@@ -38,11 +38,11 @@
  * A signal (port_item_signal: rq_enqueue, then bell__kick_edge) rings on
  * every event while a holder is edge-triggered (bell__ring: under dblock,
  * `set` = 1, then the write), else only when `set` is 0 (bell__kick_db:
- * test; bell__ring_idle: under dblock, exchange, write).  bell_clear (a
- * wait that found nothing, bell_mirror, a holder's check krec__ready) tests
+ * test; bell__ring_idle: under dblock, exchange, write).  bell__clear (a
+ * wait that found nothing, bell__mirror, a holder's check krec__ready) tests
  * `set`, reads the eventfd and stores `set` = 0 under dblock, looks at the
  * queue and kicks.  bell_watch (read, `set` = 0, prune, kick) is done
- * before the model starts: it is bell_clear's order with the count first.
+ * before the model starts: it is bell__clear's order with the count first.
  * Each line between labels is one atomic step of the C code.  Three
  * configurations (init chooses):
  *   0  wedge = 0: a level-triggered holder's thread (asleep until the
@@ -65,9 +65,9 @@
  *   MUTANT_RING_UNLOCKED      rings and takes without dblock: a take's
  *                             read before a ring's write lands, its store
  *                             of 0 after the ring's store of 1
- *   MUTANT_CLEAR_STORE_FIRST  bell_clear stores `set` = 0 before its read,
+ *   MUTANT_CLEAR_STORE_FIRST  bell__clear stores `set` = 0 before its read,
  *                             outside dblock
- *   MUTANT_CLEAR_NO_RECHECK   bell_clear does not look at the queue (and
+ *   MUTANT_CLEAR_NO_RECHECK   bell__clear does not look at the queue (and
  *                             kick) after its store
  *   MUTANT_KICK_FIRST         the kick before the item is queued
  *   MUTANT_EDGE_COUNT_LATE    an edge-triggered registration is counted
@@ -146,7 +146,7 @@ inline signal() {
 #endif
 }
 
-/* bell_clear: test `set`; under dblock, read(dbfd), then `set` = 0; then
+/* bell__clear: test `set`; under dblock, read(dbfd), then `set` = 0; then
  * look and kick. */
 inline clear() {
 	if
@@ -197,7 +197,7 @@ proctype producer(byte me)
 /* A level-triggered holder's thread: its kernel epoll reports the instance
  * while the doorbell's eventfd is non-zero; its caller's waits on the
  * instance then take what is queued, and the one that finds nothing
- * clears (wait__settle, bell_mirror). */
+ * clears (wait__settle, bell__mirror). */
 proctype holder_lt()
 {
 	byte seen = 255;
@@ -256,7 +256,7 @@ proctype waiter()
 	:: atomic { count > 0 -> count--; consumed++ }
 	:: atomic { count == 0 -> skip }; clear()	/* found nothing */
 	:: atomic { count == 0 -> skip } ->
-		/* wait__sleep: bell_mirror, bell__sleep_begin (the count is
+		/* wait__sleep: bell__mirror, bell__sleep_begin (the count is
 		 * not looked at by a watched instance's signals), epoll_wait
 		 * on the level-triggered doorbell (bell_took leaves `set`) */
 		clear();

@@ -10,17 +10,17 @@
  * DOORBELL (no lost wakeup).  `set` == 1 means the doorbell has been rung
  * and its event not yet taken by a waiter; it stands for the doorbell and
  * nothing else (a doze and a nap keep their own words: DOZE, NAP).
- *  - Signaler (port_item_signal, then bell_kick): enqueue the item, then
+ *  - Signaler (port_item_signal, then bell__kick): enqueue the item, then
  *    load `set` (seq_cst); if it is 0, exchange it to 1 and write the
  *    eventfd.  The enqueue ends with liburcu's cds_wfcq_enqueue, an
  *    exchange of the queue's tail between full barriers (uatomic_xchg), so
  *    the load of `set` cannot be satisfied before the new tail is visible.
  *  - A write of the doorbell and its `set` = 1, and a read of it (a take:
- *    bell_clear, bell_watch, a blind doze) and its `set` = 0, are each
+ *    bell__clear, bell_watch, a blind doze) and its `set` = 0, are each
  *    made under dblock, so they never interleave: a take that read the
  *    eventfd before a ring's write landed and stored 0 after the ring's
  *    store of 1 would leave the eventfd counting with `set` 0, which no
- *    later take reads (bell_clear stops at `set` 0): an instance ready for
+ *    later take reads (bell__clear stops at `set` 0): an instance ready for
  *    ever with nothing queued, its holders and outside pollers woken on
  *    every look (t_nest_race: 20 to 500 trials in 20000 stuck so before
  *    dblock).  Only those paths take the lock, and each
@@ -41,21 +41,21 @@
  *    pending in the kernel epoll (or was just taken by a waiter that will
  *    harvest), so epoll_wait cannot sleep through a queued item.
  *  - A wait that leaves items queued (maxevents reached, level-triggered
- *    re-queue) kicks again (bell_settle), so the public fd stays readable
+ *    re-queue) kicks again (bell__settle), so the public fd stays readable
  *    whenever a uepoll_wait would return something.
  * When nobody sleeps, `set` stays 1 and signals make no system call.
- * Model: models/doorbell.pml (signal = rq_enqueue + bell_kick; take =
+ * Model: models/doorbell.pml (signal = rq_enqueue + bell__kick; take =
  * bell_took; sleep = bell__sleep_begin + epoll_wait).
  *
  * DOZE (min-wait batching; wait.c's wait__doze).  While a batching wait's
  * window is open, `dozers` > 0 holds an unwatched instance's kicks
- * (bell__kick returns at once), so that signals neither write the doorbell
+ * (bell__kick_slow returns at once), so that signals neither write the doorbell
  * nor wake anyone until the window closes.  The doze never writes `set`:
  * it once held `set` at 1 and stored 0 on its way out, over any ring made
  * meanwhile for a holder that arrived during the doze, which left that
  * ring in the eventfd with nobody to read it (issue 32).  It is bounded
  * (the doze ends at the window's end or the timeout) and repaired on the
- * way out (bell_doze_end): the dozer uncounts itself (seq_cst), then, if
+ * way out (bell__doze_end): the dozer uncounts itself (seq_cst), then, if
  * items are queued and another thread sleeps, kicks (a signal that saw
  * the count held its kick after its enqueue, so the look sees its item; a
  * thread that starts sleeping counts itself in sleepers, then looks at the
@@ -64,7 +64,7 @@
  * rung doorbell's event is pending, so the dozer wakes, or another sleeper
  * took it and harvests what it rang for): an urgent item, or the event
  * that brings `want` to 0.  Its seq_cst load of `dozers` comes after the
- * enqueue, as bell_kick's load of `set` does; the dozer counts itself in
+ * enqueue, as bell__kick's load of `set` does; the dozer counts itself in
  * `dozers` before it re-checks the queue.  The loads are on the line the
  * signaler already has (next to `set`).  A watched instance is not held:
  * its holders look at the doorbell (a doze begun before the watch is woken
@@ -76,13 +76,13 @@
  *
  * WATCHED (an instance held by another instance: nesting; or by a kernel
  * epoll edge-triggered through uepoll_ctl, which counts as a holder that
- * never lets go until the instance's release: bell_hold_begin).  The
+ * never lets go until the instance's release: bell__hold_begin).  The
  * kernel wakes an epoll's pollers on every event of a source it holds, and
  * its poll of an epoll reports only registrations whose source is ready.
  * So a watched instance's doorbell is level-triggered (it stays readable, without
  * a new wake, while something is ready), every change that may have made it
  * not ready prunes the queue and clears the doorbell if nothing is left
- * (bell_mirror), and while any instance of the process holds another one
+ * (bell__mirror), and while any instance of the process holds another one
  * edge-triggered (bell__nedge > 0), every watched instance rings on every
  * event (bell__kick_edge).  Not only its own holders: the kernel wakes an
  * epoll's pollers on each event of what it holds, whatever the mode of that
@@ -96,17 +96,17 @@
  * the eventfd is non-zero, whatever wakes it, and `set` == 1 says that it
  * is, or that the ring's write is being made (under dblock).  So `set`
  * must say exactly that: `set` == 0 with the eventfd counting would leave
- * the instance ready for ever (bell_clear reads only a rung doorbell, its
+ * the instance ready for ever (bell__clear reads only a rung doorbell, its
  * holders report it on every look: a busy loop), `set` == 1 with the
  * eventfd empty would ring its level-triggered holders no more (a lost
  * wakeup).  What keeps it so:
  *  - `set` goes back to 0 only with the read that zeroes the eventfd, both
- *    under dblock (bell_clear, bell_watch), and the take then looks at the
+ *    under dblock (bell__clear, bell_watch), and the take then looks at the
  *    queue and kicks: a signal that saw `set` == 1 before that store had
  *    queued its item before the look (the DOORBELL pair again);
  *  - every write is made with `set` = 1 under dblock (bell__ring,
  *    bell__ring_idle), a watched instance never rings a napper instead
- *    (bell__kick), and neither a doze nor a nap writes `set` (DOZE, NAP):
+ *    (bell__kick_slow), and neither a doze nor a nap writes `set` (DOZE, NAP):
  *    their holds were the `set` == 0 over a ring, and the `set` == 1
  *    without one, of a holder that arrived while they lasted (issue 32);
  *  - bell_took, the one store of `set` without dblock (an edge-triggered
@@ -123,9 +123,9 @@
  * doorbell is rung, or the ring's write comes after the registration exists
  * and wakes it.  A kernel epoll that holds the instance edge-triggered
  * through uepoll_ctl counts once, as a watcher and in bell__nedge, from
- * before the kernel call (as a holder's count; bell_hold_begin), until the
+ * before the kernel call (as a holder's count; bell__hold_begin), until the
  * instance's release if the call made the registration, else until the
- * call has failed (bell_hold_end: a refused ctl leaves no holder, and a
+ * call has failed (bell__hold_end: a refused ctl leaves no holder, and a
  * watched instance's ways differ from an unwatched one's, its events'
  * order after a source's read and write among them); the queue is pruned
  * only once the call made it (the kernel's ADD polls the instance, a
@@ -137,7 +137,7 @@
  * An instance alive at
  * a fork, whose kernel epoll the other process may then register anywhere
  * without our seeing it, counts in bell__nedge for good
- * (bell_held_edge_outside).  Models: models/watched.pml, and
+ * (bell__held_edge_outside).  Models: models/watched.pml, and
  * models/arrive.pml for a holder (an instance, or a kernel epoll through
  * uepoll_ctl) that arrives during a doze or a nap (t_nest_doze,
  * t_nest_nap).  What stays: a wait that takes an event between its
@@ -145,8 +145,8 @@
  * nothing behind it until the next look (a holder's check, a wait that
  * finds nothing), so a kernel epoll or poll() may see the instance ready
  * once then (uepoll(7)).  A prune holds the
- * queue's items in a private queue for a moment, so a concurrent bell_clear may see the queue
- * empty and not ring again: a prune that kept items kicks (bell_prune;
+ * queue's items in a private queue for a moment, so a concurrent bell__clear may see the queue
+ * empty and not ring again: a prune that kept items kicks (bell__prune;
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
  * items back).
  *
@@ -154,14 +154,14 @@
  * instance's fd).  Then the doorbell is only for threads of ours: a signal
  * rings only while a thread is counted in `sleepers` or the instance is
  * watched (bell__wanted), and a stale doorbell is not cleared unless
- * watched (bell_exact), so a polling loop (write, zero-timeout wait, read)
+ * watched (bell__exact), so a polling loop (write, zero-timeout wait, read)
  * makes no system call at all.  An instance with kernel fds (nkernel > 0,
  * KERNEL) still rings for its queued items (the doorbell is the ready
  * queue's place in the kernel's list, FAIRNESS in wait.c); it only skips
  * the clears.  No
  * wakeup is lost, by a second Dekker pair beside DOORBELL's:
  *  - Signaler: enqueue (the fenced exchange of the tail), then load
- *    `sleepers` and `watched` (seq_cst); ring (bell_kick) if either is
+ *    `sleepers` and `watched` (seq_cst); ring (bell__kick) if either is
  *    non-zero.
  *  - Sleeper: count itself in `sleepers` (seq_cst RMW), then re-check the
  *    queue (bell__sleep_begin; a doze and a FIFO follower count themselves
@@ -188,7 +188,7 @@
  * callbacks, ready list and copy-out).  Nobody outside uepoll polls a NOPOLL
  * instance's fd, so nothing else needs the doorbell's count.
  *  - Rings for nappers have their own word, `napped`, as the doorbell's
- *    have `set`: a ring (bell__kick) that sees a napper counted (a seq_cst
+ *    have `set`: a ring (bell__kick_slow) that sees a napper counted (a seq_cst
  *    load of `nappers` after its enqueue) exchanges `napped` 0 -> 1 and, if
  *    it was 0, raises `nap` and wakes one napper; whatever `set` says (a
  *    NOPOLL instance leaves its doorbell rung: a stale `set` does not stop
@@ -220,9 +220,9 @@
  *    the nap, it re-checks the queue before its epoll sleep.  Only a nap
  *    that ends the wait without collecting (EINTR, cancellation) passes
  *    the ring on: after its reset of `napped` it kicks if items are queued
- *    and anyone still sleeps (as bell_doze_end).
+ *    and anyone still sleeps (as bell__doze_end).
  *  - A watched instance's rings are the doorbell's (its holders look at
- *    the doorbell): bell__kick rings a napper only while the instance is
+ *    the doorbell): bell__kick_slow rings a napper only while the instance is
  *    not watched (seq_cst load), and a watch wakes the nappers (below).
  *  - What makes a nap wrong ends it: a kernel fd's ADD, a nested record
  *    made loud and a demotion raise nkernel, and a watcher raises
@@ -274,7 +274,7 @@
  * creates instances with it when asked (UEPOLL_NOPOLL=1) and ends it when it
  * sees the fd polled from outside (poll(), select(), a kernel epoll:
  * uobj_polled; uepoll_ctl into a kernel epoll ends it too, port__polled).
- * bell_polled_outside stores nopoll = 0 (seq_cst), wakes the nappers
+ * bell__polled_outside stores nopoll = 0 (seq_cst), wakes the nappers
  * (bell__unnap: they re-check nopoll after their count and sleep in the
  * kernel epoll instead) and kicks if items are queued: a signal loads
  * nopoll after its enqueue (bell__wanted, seq_cst), so either it saw 0 and
@@ -408,7 +408,7 @@ static void bell__nap_ring(struct bell *b)
 	}
 }
 
-void bell__kick(struct bell *b)
+void bell__kick_slow(struct bell *b)
 {
 	/* seq_cst loads after the caller's enqueue (and its load of `set`
 	 * or `nappers`): against bell_watch's count then prune, a dozer's
@@ -416,7 +416,7 @@ void bell__kick(struct bell *b)
 	bool watched = atomic_load(&b->watched) != 0;
 
 	if (!watched && atomic_load(&b->dozers) > 0)
-		return; /* DOZE: held; bell_doze_end looks */
+		return; /* DOZE: held; bell__doze_end looks */
 	if (!watched && atomic_load(&b->nappers) > 0 &&
 	    atomic_load(&b->nopoll)) {
 		bell__nap_ring(b);
@@ -451,7 +451,7 @@ static int bell__nap_begin(struct bell *b, struct readyq *q, uint32_t *seq)
 	atomic_fetch_add(&b->sleepers, 1);
 	atomic_fetch_add(&b->nappers, 1);
 	/* After the count (seq_cst): against bell_watch's,
-	 * bell_polled_outside's and bell_kernel_add's (or _forever's) change
+	 * bell__polled_outside's and bell__kernel_add's (or _forever's) change
 	 * then bell__unnap. */
 	if (atomic_load(&b->watched) || !atomic_load(&b->nopoll) ||
 	    atomic_load(&b->nkernel) > 0) {
@@ -486,14 +486,14 @@ static void bell__nap_end(struct bell *b, struct readyq *q, bool pass)
 	 * woke nobody else may have been meant for us; pass it on to whoever
 	 * still sleeps (seq_cst: a sleeper counts itself, then looks). */
 	if (pass && !rq_empty(q) && atomic_load(&b->sleepers) > 0)
-		bell_kick(b);
+		bell__kick(b);
 }
 
-/* nkernel's bias for bell_kernel_forever: a wait always looks at the
+/* nkernel's bias for bell__kernel_forever: a wait always looks at the
  * kernel epoll. */
 #define BELL__FOREVER (1 << 24)
 
-void bell_kernel_add(struct bell *b)
+void bell__kernel_add(struct bell *b)
 {
 	/* seq_cst RMW, then bell__unnap's load of nappers: against a napper's
 	 * count then look at nkernel (bell__nap_begin, NAP). */
@@ -501,20 +501,20 @@ void bell_kernel_add(struct bell *b)
 	bell__unnap(b);
 }
 
-void bell_kernel_del(struct bell *b)
+void bell__kernel_del(struct bell *b)
 {
 	atomic_fetch_sub(&b->nkernel, 1);
 }
 
-void bell_kernel_stale(struct bell *b)
+void bell__kernel_stale(struct bell *b)
 {
-	/* Counted again before the record's uncount (bell_kernel_del): no
+	/* Counted again before the record's uncount (bell__kernel_del): no
 	 * wait sees nkernel drop in between. */
 	atomic_fetch_add(&b->nkernel, 1);
 	atomic_fetch_add(&b->ksettle, 1);
 }
 
-void bell_kernel_forever(struct bell *b)
+void bell__kernel_forever(struct bell *b)
 {
 	if (atomic_load_explicit(&b->nkernel, memory_order_relaxed) <
 	    BELL__FOREVER / 2)
@@ -523,12 +523,12 @@ void bell_kernel_forever(struct bell *b)
 	bell__unnap(b);
 }
 
-int bell_kernel_look_begin(struct bell *b)
+int bell__kernel_look_begin(struct bell *b)
 {
 	return atomic_load(&b->ksettle);
 }
 
-void bell_kernel_looked(struct bell *b, int stale)
+void bell__kernel_looked(struct bell *b, int stale)
 {
 	/* The call scanned the kernel's ready list after those MODs: their
 	 * records are off it (STALE in krec.c). */
@@ -566,50 +566,50 @@ void bell__dozer_event(struct bell *b, uint32_t ev, bool queued)
 		bell__ring_idle(b);
 }
 
-void bell_clear(struct bell *b, struct readyq *q)
+void bell__clear(struct bell *b, struct readyq *q)
 {
 	if (!atomic_load(&b->set))
 		return;
 	bell__take(b, false);
 	if (!rq_empty(q))
-		bell_kick(b);
+		bell__kick(b);
 }
 
-void bell_unstale(struct bell *b, struct readyq *q)
+void bell__unstale(struct bell *b, struct readyq *q)
 {
 	if (!atomic_load(&b->set) || atomic_load(&b->dozers))
 		return;
 	bell__take(b, false);
 	/* seq_cst: the take's store of set, then the sources' loads (item_poll
 	 * in rq_any_ready); pairs with a signal's change of its source then
-	 * its load of set (bell__kick): an event before the take is seen
+	 * its load of set (bell__kick_slow): an event before the take is seen
 	 * ready here, one after it rings (models/unstale.pml). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (rq_any_ready(q))
-		bell_kick(b);
+		bell__kick(b);
 }
 
 void bell__retake(struct bell *b, struct readyq *q)
 {
 	bell__take(b, true);
 	if (!rq_empty(q))
-		bell_kick(b);
+		bell__kick(b);
 }
 
-bool bell_prune(struct bell *b, struct readyq *q)
+bool bell__prune(struct bell *b, struct readyq *q)
 {
 	if (!rq_prune(q))
 		return false;
-	bell_kick(b);
+	bell__kick(b);
 	return true;
 }
 
-void bell_mirror(struct bell *b, struct readyq *q)
+void bell__mirror(struct bell *b, struct readyq *q)
 {
 	if (!atomic_load_explicit(&b->watched, memory_order_relaxed))
 		return;
-	if (!bell_prune(b, q))
-		bell_clear(b, q);
+	if (!bell__prune(b, q))
+		bell__clear(b, q);
 }
 
 /* Count the caller as a sleeper, then re-check the queue: false (not
@@ -688,11 +688,11 @@ enum bell_slept bell_sleep(struct bell *b, struct readyq *q, bool sigmask,
 	return BELL_SLEPT;
 }
 
-void bell_doze_begin(struct bell *b, int want, bool blind)
+static void bell__doze_begin(struct bell *b, int want, bool blind)
 {
 	/* seq_cst, before the queue is re-checked: pairs with the signal
 	 * path's load of dozers after its enqueue (bell__dozer_event, and
-	 * bell__kick's hold). */
+	 * bell__kick_slow's hold). */
 	atomic_fetch_add(&b->dozers, 1);
 	atomic_store(&b->want, want);
 	atomic_fetch_add(&b->sleepers, 1);
@@ -702,7 +702,7 @@ void bell_doze_begin(struct bell *b, int want, bool blind)
 		bell__take(b, true);
 }
 
-void bell_doze_end(struct bell *b, struct readyq *q)
+static void bell__doze_end(struct bell *b, struct readyq *q)
 {
 	atomic_fetch_sub(&b->sleepers, 1);
 	atomic_store(&b->want, 0);
@@ -714,10 +714,38 @@ void bell_doze_end(struct bell *b, struct readyq *q)
 	 * (DOZE). */
 	atomic_fetch_sub(&b->dozers, 1);
 	if (!rq_empty(q) && atomic_load(&b->sleepers) > 0)
-		bell_kick(b);
+		bell__kick(b);
 }
 
-void bell_settle(struct bell *b, bool slept)
+struct bell__dozer {
+	struct bell *b;
+	struct readyq *q;
+};
+
+/* The doze's end, or its cleanup when the wait is cancelled in it. */
+static void bell__undoze(void *arg)
+{
+	struct bell__dozer *d = arg;
+
+	bell__doze_end(d->b, d->q);
+}
+
+int bell_doze(struct bell *b, struct readyq *q, int want, bool blind,
+	      int (*doze)(void *arg, int dbfd), void *arg)
+{
+	struct bell__dozer d = { b, q };
+	int r = 0;
+
+	bell__doze_begin(b, want, blind);
+	pthread_cleanup_push(bell__undoze, &d);
+	/* The re-check after counting ourselves (DOZE). */
+	if (rq_empty(q))
+		r = doze(arg, b->fd);
+	pthread_cleanup_pop(1);
+	return r;
+}
+
+void bell__settle(struct bell *b, bool slept)
 {
 	/* After a blocking wait that slept, when no other thread sleeps
 	 * here, a ring would only make this thread's next wait return at
@@ -725,13 +753,13 @@ void bell_settle(struct bell *b, bool slept)
 	 * (seq_cst: a thread that starts sleeping counts itself, then looks
 	 * at the queue.)  NOPOLL: there is no outside poller to show them to
 	 * either, only the kernel's list to hold their place in. */
-	if ((!slept && (!bell__nopoll(b) || !bell_kernel_none(b))) ||
+	if ((!slept && (!bell__nopoll(b) || !bell__kernel_none(b))) ||
 	    atomic_load(&b->sleepers) > 0 ||
 	    atomic_load_explicit(&b->watched, memory_order_relaxed))
-		bell_kick(b);
+		bell__kick(b);
 }
 
-void bell_polled_outside(struct bell *b, struct readyq *q)
+void bell__polled_outside(struct bell *b, struct readyq *q)
 {
 	if (!atomic_load(&b->nopoll))
 		return;
@@ -742,7 +770,7 @@ void bell_polled_outside(struct bell *b, struct readyq *q)
 	atomic_store(&b->nopoll, false);
 	bell__unnap(b);
 	if (!rq_empty(q))
-		bell_kick(b);
+		bell__kick(b);
 }
 
 /* Instances with watched > 0, process-wide. */
@@ -757,7 +785,7 @@ bool bell_any_watched(void)
 /* bell_watch, wlock held; prune: a new watch drops the queue's items that
  * are not ready (as the kernel's ADD polls the epoll it registers: a
  * holder's is made), else only looks (a kernel epoll's hold, whose call
- * may yet be refused: bell_hold_end prunes once it is made). */
+ * may yet be refused: bell__hold_end prunes once it is made). */
 static void bell__watch(struct bell *b, int epfd, uint64_t data,
 			struct readyq *q, int delta, bool edge, bool prune)
 {
@@ -768,10 +796,10 @@ static void bell__watch(struct bell *b, int epfd, uint64_t data,
 	 * `watched` and uncounted after it: a signal that sees it watched
 	 * rings for it (WATCHED). */
 	if (edge && delta > 0)
-		bell_watch_edge(1);
+		bell__watch_edge(1);
 	w = atomic_fetch_add(&b->watched, delta) + delta;
 	if (edge && delta < 0)
-		bell_watch_edge(-1);
+		bell__watch_edge(-1);
 	/* A watched instance's sleepers must be in the kernel epoll, where
 	 * the doorbell wakes them (NAP). */
 	if (delta > 0)
@@ -790,7 +818,7 @@ static void bell__watch(struct bell *b, int epfd, uint64_t data,
 			 * rung again only if something is ready. */
 			bell__take(b, true);
 			if (prune ? rq_prune(q) : !rq_empty(q))
-				bell_kick(b);
+				bell__kick(b);
 		}
 	}
 }
@@ -798,12 +826,16 @@ static void bell__watch(struct bell *b, int epfd, uint64_t data,
 void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		int delta, bool edge)
 {
+	if (!delta) { /* only the holder's mode changes: no wlock */
+		bell__watch_edge(edge ? 1 : -1);
+		return;
+	}
 	lock_take(&b->wlock);
 	bell__watch(b, epfd, data, q, delta, edge, true);
 	lock_drop(&b->wlock);
 }
 
-void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
+void bell__hold_begin(struct bell *b, int epfd, uint64_t data,
 		     struct readyq *q)
 {
 	/* Counted before the kernel's call, as a holder's registration is
@@ -814,14 +846,14 @@ void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
 	lock_drop(&b->wlock);
 }
 
-void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+void bell__hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		   bool made)
 {
 	/* Made: for good, as its DEL or the close of the kernel epoll may
 	 * not be seen, until the release; and the kernel's poll of the
 	 * instance dropped what is not ready from its list: so do we
-	 * (bell_mirror: prune, or take the doorbell), which also ends a
-	 * ring bell_hold_begin made for items that were not.  Refused (the
+	 * (bell__mirror: prune, or take the doorbell), which also ends a
+	 * ring bell__hold_begin made for items that were not.  Refused (the
 	 * epoll fd is not an epoll, the instance is there already...): no
 	 * holder after all, unless another call made one, and no prune (the
 	 * kernel did not poll; a prune would reorder the queue). */
@@ -831,11 +863,11 @@ void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 	if (--b->xholds == 0 && !b->xheld)
 		bell__watch(b, epfd, data, q, -1, true, false);
 	else if (made)
-		bell_mirror(b, q);
+		bell__mirror(b, q);
 	lock_drop(&b->wlock);
 }
 
-void bell_unhold(struct bell *b)
+void bell__unhold(struct bell *b)
 {
 	/* Idempotent (a forked child may finish a release: FORK in obj.c);
 	 * no ctl is in flight (each holds a reference).  No mode switch: the

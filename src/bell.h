@@ -11,24 +11,27 @@
  * models/watched.pml, models/arrive.pml and models/quiet.pml check them
  * (each model step names the verb it stands for).
  *
- * Who calls what:
- *   signalers (port.c: a source's event reached the instance)
- *       bell_signal (SIGNAL: every decision of the signal side), bell_mirror
- *   waiters (wait.c)
- *       bell_sleep (SLEEP: nap or kernel epoll), bell_kick, bell_took,
- *       bell_clear, bell_doze_begin/end, bell_settle, bell_rung, bell_lt,
- *       bell_exact
- *   FIFO followers (turn.c)    bell_follow_begin/end
- *   nesting (krec.c)           bell_watch, bell_any_watched
- *   kernel fds (krec.c, wait.c, port.c)  bell_kernel_*
- *   held from outside (port.c) bell_hold_begin/end, bell_held_edge_outside,
- *                              bell_polled_outside
- *   the instance's life        bell_init, bell_close, bell_unhold,
- *                              bell_fork_child
+ * The verbs, by who calls them (every other name here is a step of one):
+ *   the instance's life (port.c)  bell_init, bell_close, bell_fork_child
+ *   signalers (port.c)            bell_signal (SIGNAL: every decision of the
+ *                                 signal side)
+ *   waiters (wait.c)              bell_sleep (SLEEP: nap or kernel epoll),
+ *                                 bell_doze (DOZE), bell_took
+ *   whoever looks at the queue    bell_look (LOOK: every decision of the
+ *     (wait.c, port.c, krec.c)    doorbell's level: prune, clear, mirror,
+ *                                 unstale, the ring a wait leaves)
+ *   kernel fds (krec.c, wait.c,   bell_kernel (KERNEL: the count of kernel
+ *     port.c)                     registrations, one owner)
+ *   nesting (krec.c)              bell_watch
+ *   FIFO followers (turn.c)       bell_follow
+ *   a kernel epoll or a poller    bell_outside (held from outside, polled
+ *     outside uepoll (port.c)     from outside, shared by a fork)
+ *   queries                       bell_rung, bell_watched, bell_fd,
+ *                                 bell_any_watched
  *
  * An instance made with UEPOLL_NOPOLL (NOPOLL in bell.c) rings only for a
  * sleeper or a watcher, and never clears a stale doorbell unless watched:
- * bell_signal, bell_settle and bell_exact say so.  A name bell__x is a
+ * bell_signal and bell_look say so.  A name bell__x is a
  * step of a verb, for bell.c and this header only.
  */
 #ifndef UEPOLL_BELL_H
@@ -51,7 +54,7 @@ struct bell {
 	/* A kernel epoll holds it edge-triggered through uepoll_ctl (xheld),
 	 * and such ctls in flight (xholds): while either, counted once in
 	 * `watched` and bell__nedge; xheld until the instance's release
-	 * (bell_hold_begin/end, bell_unhold).  Under wlock; never read by
+	 * (bell__hold_begin/end, bell__unhold).  Under wlock; never read by
 	 * signalers, so off their line. */
 	bool xheld;
 	int xholds;
@@ -92,7 +95,7 @@ struct bell {
 	_Atomic int watched;
 	/* A kernel epoll may hold it edge-triggered without our seeing it (a
 	 * fork shared its kernel epoll): counted once in bell__nedge, for
-	 * good (bell_held_edge_outside). */
+	 * good (bell__held_edge_outside). */
 	_Atomic bool xedge;
 	/* The doorbell is level-triggered in the kernel epoll (while
 	 * watched).  Written under wlock. */
@@ -102,7 +105,7 @@ struct bell {
 	 * bell_init to bell_close. */
 	int fd;
 	/* UEPOLL_NOPOLL: nothing outside uepoll's calls polls the instance's
-	 * fd (NOPOLL in bell.c).  Only ever cleared (bell_polled_outside);
+	 * fd (NOPOLL in bell.c).  Only ever cleared (bell__polled_outside);
 	 * read on every signal, so on the signalers' line. */
 	_Atomic bool nopoll;
 };
@@ -120,19 +123,19 @@ void bell_fork_child(struct bell *b);
 
 /* Kick's slow half (bell.c): the doorbell is not rung, or a napper may want
  * the ring. */
-void bell__kick(struct bell *b);
+void bell__kick_slow(struct bell *b);
 /* Ring the doorbell unless it is rung already (DOORBELL), or wake a napper
  * instead (NAP), or nobody while a batching wait dozes (DOZE).  Inline: the
  * signal path and every wait that leaves items queued come here, and
  * while the doorbell is rung (the steady state of a busy instance) this is
  * two loads. */
-static inline void bell_kick(struct bell *b)
+static inline void bell__kick(struct bell *b)
 {
 	/* seq_cst loads after the caller's enqueue: against a waiter's store
 	 * of `set` = 0 then look (DOORBELL), a napper's count then look
 	 * (NAP). */
 	if (atomic_load(&b->set) == 0 || atomic_load(&b->nappers) > 0)
-		bell__kick(b);
+		bell__kick_slow(b);
 }
 
 /* Write the doorbell whatever `set` says, with `set` = 1 (a watched
@@ -155,7 +158,7 @@ static inline bool bell__wanted(struct bell *b)
 {
 	/* seq_cst loads after the enqueue's fenced exchange of the queue's
 	 * tail, against a sleeper's count then re-check of the queue
-	 * (bell__sleep_begin, bell_doze_begin, bell_follow_begin) and against
+	 * (bell__sleep_begin, bell__doze_begin, bell_follow) and against
 	 * bell_watch's count then prune (NOPOLL in bell.c). */
 	return !atomic_load(&b->nopoll) ||
 	       atomic_load_explicit(&b->nkernel, memory_order_relaxed) > 0 ||
@@ -173,7 +176,7 @@ extern _Atomic int bell__nedge;
 static inline void bell__kick_db(struct bell *b)
 {
 	/* seq_cst, after the enqueue: against a take's store of `set` = 0
-	 * then look (bell_clear). */
+	 * then look (bell__clear). */
 	if (atomic_load(&b->set) == 0)
 		bell__ring_idle(b);
 }
@@ -194,14 +197,14 @@ static inline void bell__kick_edge(struct bell *b)
 		else
 			bell__kick_db(b);
 	} else if (bell__wanted(b))
-		bell_kick(b);
+		bell__kick(b);
 }
 
 /* QUIET: would bell__kick_edge make a system call now (the instance not
  * watched, the ring wanted, the doorbell not rung or a napper there)?
  * Then the signaler first looks at its item's source, and rings only if
  * it shows something (QUIET in bell.c).  seq_cst loads after the enqueue,
- * as bell_kick's. */
+ * as bell__kick's. */
 static inline bool bell__would_ring(struct bell *b)
 {
 	return !atomic_load_explicit(&b->watched, memory_order_relaxed) &&
@@ -216,7 +219,7 @@ void bell__dozer_event(struct bell *b, uint32_t ev, bool queued);
 
 /* A coalescing source queued an item without ringing (its ring is deferred
  * to a timer, wq.h): must the timer ring?  (After the enqueue; a napper is
- * woken whatever `set` says, as bell_kick.) */
+ * woken whatever `set` says, as bell__kick.) */
 static inline bool bell__defer(struct bell *b)
 {
 	return atomic_load_explicit(&b->watched, memory_order_relaxed) ||
@@ -243,7 +246,7 @@ static inline bool bell__defer(struct bell *b)
  *    made only if look(arg) says the source still shows the event (QUIET:
  *    a reader took it since, or a write of 0);
  *  - neither (an ADD or MOD found its item ready, already queued): a
- *    ring only if wanted (NOPOLL), as bell_kick.
+ *    ring only if wanted (NOPOLL), as bell__kick.
  * BELL_QUEUED: this call's enqueue put the item on the queue (a dozer
  * counts it).
  */
@@ -267,7 +270,7 @@ static inline unsigned bell_signal(struct bell *b, uint32_t ev, unsigned how,
 		return r | (bell__defer(b) ? BELL_TIMER : 0);
 	if (!(how & BELL_EDGE)) {
 		if (bell__wanted(b))
-			bell_kick(b);
+			bell__kick(b);
 	} else if (!(how & BELL_QUIET) || !bell__would_ring(b) || look(arg)) {
 		bell__kick_edge(b);
 	}
@@ -287,9 +290,9 @@ static inline bool bell_watched(struct bell *b)
 /* WATCHED: for a watched instance, forget queued items that are not ready
  * and, if none is left, make the fd not readable (as the kernel's poll of
  * an epoll sees it).  No-op for an instance nobody holds. */
-void bell_mirror(struct bell *b, struct readyq *q);
+void bell__mirror(struct bell *b, struct readyq *q);
 /* rq_prune, ringing when items are kept; true when items are kept. */
-bool bell_prune(struct bell *b, struct readyq *q);
+bool bell__prune(struct bell *b, struct readyq *q);
 
 /* --- waiters --- */
 
@@ -299,7 +302,7 @@ static inline bool bell_rung(struct bell *b)
 	return atomic_load(&b->set) != 0;
 }
 
-static inline bool bell_lt(struct bell *b)
+static inline bool bell__lt(struct bell *b)
 {
 	return atomic_load(&b->lt);
 }
@@ -315,7 +318,7 @@ static inline int bell_fd(const struct bell *b)
  * and sleeps again).  Relaxed: pairs with nothing; a clear skipped or made
  * never loses a wakeup, and a watch that starts clears and re-rings by
  * itself (bell_watch). */
-static inline bool bell_exact(struct bell *b)
+static inline bool bell__exact(struct bell *b)
 {
 	return !atomic_load_explicit(&b->nopoll, memory_order_relaxed) ||
 	       atomic_load_explicit(&b->watched, memory_order_relaxed);
@@ -329,7 +332,7 @@ static inline void bell_took(struct bell *b, struct readyq *q)
 	/* An edge-triggered doorbell's event is consumed by being taken
 	 * (stored before anything else can return: a stale set == 1 would
 	 * strand every sleeper); a level-triggered one stays until
-	 * bell_clear.  No write can be on its way (a ring writes only from
+	 * bell__clear.  No write can be on its way (a ring writes only from
 	 * `set` 0, whose event this is), so no dblock. */
 	if (!atomic_load(&b->lt)) {
 		atomic_store(&b->set, 0);
@@ -345,7 +348,7 @@ static inline void bell_took(struct bell *b, struct readyq *q)
 /* Forget a stale doorbell (zero the eventfd, under dblock), ringing again
  * if items are queued: the kernel epoll is then readable only for what is
  * there.  No system call when the doorbell is not rung. */
-void bell_clear(struct bell *b, struct readyq *q);
+void bell__clear(struct bell *b, struct readyq *q);
 /* UNSTALE: an instance held level-triggered by a kernel epoll (port.c,
  * kheld) after one of its items stopped being ready: the doorbell taken if
  * no queued item is ready, the queue left as it is (the kernel's poll of an
@@ -353,7 +356,7 @@ void bell_clear(struct bell *b, struct readyq *q);
  * it scans them, so a prune would reorder).  Rings again if one is, or
  * becomes, ready (the signal's kick after the take rings: DOORBELL).  Not
  * while a batch holds items (dozers). */
-void bell_unstale(struct bell *b, struct readyq *q);
+void bell__unstale(struct bell *b, struct readyq *q);
 /*
  * SLEEP: a wait with nothing to collect sleeps (the caller spun already).
  * The one verb of the sleep side: a NOPOLL instance with no kernel fd, no
@@ -373,17 +376,23 @@ enum bell_slept { BELL_AWAKE, BELL_NAPPED, BELL_SLEPT };
 enum bell_slept bell_sleep(struct bell *b, struct readyq *q, bool sigmask,
 			   int64_t until_ns, int (*kwait)(void *), void *arg,
 			   int *r);
-/* A batching wait dozes until `want` more events (DOZE): counted in
- * `dozers`, which holds an unwatched instance's kicks (`set` is not
- * touched); blind: the doorbell is taken first, read empty under dblock
- * (the caller polls it alone).  Always pair with bell_doze_end. */
-void bell_doze_begin(struct bell *b, int want, bool blind);
-void bell_doze_end(struct bell *b, struct readyq *q);
+/*
+ * DOZE: a batching wait sleeps until `want` more events (or an urgent one,
+ * or its window ends): counted in `dozers`, which holds an unwatched
+ * instance's kicks (`set` is not touched), and in `sleepers`; blind: the
+ * doorbell is taken first, read empty under dblock (the sleep polls it
+ * alone, its fd given to doze as dbfd).  The queue is re-checked after the
+ * count: doze(arg, dbfd), the caller's sleep, runs only if it is empty.
+ * The doze then ends (a kick if items are queued and another thread
+ * sleeps), cancelled in doze too.  Returns doze's answer, or 0.
+ */
+int bell_doze(struct bell *b, struct readyq *q, int want, bool blind,
+	      int (*doze)(void *arg, int dbfd), void *arg);
 /* A wait is about to return with items still queued: ring so that a sleeper
  * or an outside poller sees them, unless the caller slept (or the instance
  * is NOPOLL without kernel fds, as bell__wanted's) and nobody else sleeps
  * or watches (its next wait finds them itself). */
-void bell_settle(struct bell *b, bool slept);
+void bell__settle(struct bell *b, bool slept);
 
 /* NAP (bell_sleep): bell__unnap wakes every napper (after a seq_cst RMW
  * that makes naps wrong: a kernel fd counted in nkernel, a watcher counted,
@@ -392,37 +401,26 @@ void bell__unnap(struct bell *b);
 
 /*
  * KERNEL: the count of the instance's kernel registrations that may fire
- * (nkernel), one owner.  ctl (krec.c) counts an ADD (bell_kernel_add: then
- * naps end, NAP) and a DEL (bell_kernel_del); a nested record a MOD makes
+ * (nkernel), one owner.  ctl (krec.c) counts an ADD (bell__kernel_add: then
+ * naps end, NAP) and a DEL (bell__kernel_del); a nested record a MOD makes
  * silent stays counted until a wait has looked at the kernel epoll
- * (bell_kernel_stale; the wait: bell_kernel_look_begin before its call,
- * bell_kernel_looked after it); a kernel epoll whose registrations this
+ * (bell__kernel_stale; the wait: bell__kernel_look_begin before its call,
+ * bell__kernel_looked after it); a kernel epoll whose registrations this
  * process does not all see (a fork shares it) or that is becoming the
- * whole instance (a demotion) is counted for good (bell_kernel_forever).
- * bell_kernel_none: a relaxed hint for a wait's choice of path (a wait that
+ * whole instance (a demotion) is counted for good (bell__kernel_forever).
+ * bell__kernel_none: a relaxed hint for a wait's choice of path (a wait that
  * skips the kernel epoll wrongly only looks later: never below the true
  * number).
  */
-void bell_kernel_add(struct bell *b);
-void bell_kernel_del(struct bell *b);
-void bell_kernel_stale(struct bell *b);
-void bell_kernel_forever(struct bell *b);
-int bell_kernel_look_begin(struct bell *b);
-void bell_kernel_looked(struct bell *b, int stale);
-static inline bool bell_kernel_none(struct bell *b)
+void bell__kernel_add(struct bell *b);
+void bell__kernel_del(struct bell *b);
+void bell__kernel_stale(struct bell *b);
+void bell__kernel_forever(struct bell *b);
+int bell__kernel_look_begin(struct bell *b);
+void bell__kernel_looked(struct bell *b, int stale);
+static inline bool bell__kernel_none(struct bell *b)
 {
 	return atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
-}
-
-/* --- FIFO followers (turn.c): they count as sleepers --- */
-static inline void bell_follow_begin(struct bell *b)
-{
-	atomic_fetch_add(&b->sleepers, 1);
-}
-
-static inline void bell_follow_end(struct bell *b)
-{
-	atomic_fetch_sub(&b->sleepers, 1);
 }
 
 /* --- nesting (krec.c) --- */
@@ -431,35 +429,36 @@ static inline void bell_follow_end(struct bell *b)
  * this instance's kernel epoll (-1 once closed); edge: it holds it
  * edge-triggered (counted in bell__nedge too).  Switches the doorbell's mode at
  * 0 <-> 1 (WATCHED).  Takes wlock: nests inside the holder's mtx, outside
- * q's lock. */
+ * q's lock.  delta 0: a holder's registration becomes (edge) or stops
+ * being (!edge) edge-triggered, its count unchanged (bell__watch_edge). */
 void bell_watch(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		int delta, bool edge);
 /* A holder's registration becomes (delta 1) or stops being (-1)
  * edge-triggered, its `watched` count unchanged: counted before the kernel
  * call that makes it edge-triggered, uncounted after the one that makes it
  * level-triggered (WATCHED). */
-static inline void bell_watch_edge(int delta)
+static inline void bell__watch_edge(int delta)
 {
 	atomic_fetch_add(&bell__nedge, delta);
 }
 /* A kernel epoll is to hold the instance edge-triggered (a uepoll_ctl into
  * a kernel epoll, before the kernel call: port__polled): the instance is
  * watched, edge-triggered, from now on, as if a uepoll instance held it so
- * (its fd exact, a ring per event: WATCHED); bell_hold_end, after the
- * call, keeps it so until bell_unhold if the call made the registration
+ * (its fd exact, a ring per event: WATCHED); bell__hold_end, after the
+ * call, keeps it so until bell__unhold if the call made the registration
  * (made), else ends it (unless another such hold stands).  epfd, data, q:
  * as bell_watch's. */
-void bell_hold_begin(struct bell *b, int epfd, uint64_t data,
+void bell__hold_begin(struct bell *b, int epfd, uint64_t data,
 		     struct readyq *q);
-void bell_hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
+void bell__hold_end(struct bell *b, int epfd, uint64_t data, struct readyq *q,
 		   bool made);
 /* The instance is being released (its kernel epoll closed, and with it
  * every kernel registration of it): a kernel epoll's hold ends. */
-void bell_unhold(struct bell *b);
+void bell__unhold(struct bell *b);
 /* A kernel epoll may hold the instance edge-triggered from now on without
  * our seeing it (its kernel epoll is about to be shared by a fork):
  * watched instances ring on every event, from now on (WATCHED). */
-static inline void bell_held_edge_outside(struct bell *b)
+static inline void bell__held_edge_outside(struct bell *b)
 {
 	if (!atomic_load_explicit(&b->xedge, memory_order_relaxed) &&
 	    !atomic_exchange(&b->xedge, true))
@@ -468,9 +467,184 @@ static inline void bell_held_edge_outside(struct bell *b)
 /* Something outside uepoll's calls polls the instance's fd after all (the
  * preload saw poll(), select() or a kernel epoll take it): NOPOLL ends for
  * good (UNNOPOLL in bell.c). */
-void bell_polled_outside(struct bell *b, struct readyq *q);
+void bell__polled_outside(struct bell *b, struct readyq *q);
 /* Is any instance of the process watched?  (Lets hot paths skip the work
  * only watched instances need.) */
 bool bell_any_watched(void);
+
+
+/*
+ * LOOK: someone looks at the instance's readiness, or is about to; the
+ * doorbell's level is made right for it.  The one verb of the doorbell's
+ * level, each decision here (exact: bell__exact; WATCHED's mirror, UNSTALE,
+ * DOORBELL's clear, the ring a wait leaves for what it did not take):
+ *  - BELL_LOOK_POLLED: poll()/select() is about to look at the fd (an exact
+ *    instance: items not ready any more dropped, a stale doorbell taken);
+ *  - BELL_LOOK_COLLECT: a wait is about to poll the kernel epoll (an exact
+ *    instance's rung doorbell with nothing ready behind it is taken, so it
+ *    does not take a slot of the kernel's batch);
+ *  - BELL_LOOK_SLEEP: a wait is about to sleep (a level-triggered doorbell,
+ *    watched, is mirrored first: it would wake the sleep at once);
+ *  - BELL_LOOK_CHANGED: an item stopped being ready outside any wait (a
+ *    watched instance mirrored; one a kernel epoll holds level-triggered,
+ *    BELL_KHELD, made not ready if nothing queued is: UNSTALE);
+ *  - BELL_LOOK_RETURN: a wait returns (mirrored if watched; items left:
+ *    rung for a sleeper or an outside poller, unless BELL_SLEPT and nobody
+ *    else sleeps or watches; none left: a stale doorbell taken for a
+ *    BELL_POLL wait, one that does not block, or a BELL_KHELD instance, if
+ *    exact);
+ *  - BELL_LOOK_NESTED: a kernel poll of the instance's fd (nesting) is
+ *    about to look: items not ready dropped (the doorbell rung again if
+ *    some are kept), else the doorbell taken.  True if items are queued.
+ * Under no lock of the instance but the caller's (mtx for NESTED and
+ * CHANGED through port_revalidate); each step takes dblock where it calls.
+ */
+enum bell_look {
+	BELL_LOOK_POLLED,
+	BELL_LOOK_COLLECT,
+	BELL_LOOK_SLEEP,
+	BELL_LOOK_CHANGED,
+	BELL_LOOK_RETURN,
+	BELL_LOOK_NESTED,
+};
+#define BELL_SLEPT 0x100u
+#define BELL_POLL 0x200u
+#define BELL_KHELD 0x400u
+static inline bool bell_look(struct bell *b, struct readyq *q, unsigned how)
+{
+	switch ((enum bell_look)(how & 0xffu)) {
+	case BELL_LOOK_POLLED:
+		if (bell__exact(b) && !bell__prune(b, q))
+			bell__clear(b, q);
+		break;
+	case BELL_LOOK_COLLECT:
+		if (bell__exact(b) && bell_rung(b) && !rq_prune(q))
+			bell__clear(b, q);
+		break;
+	case BELL_LOOK_SLEEP:
+		if (bell__lt(b))
+			bell__mirror(b, q);
+		break;
+	case BELL_LOOK_CHANGED:
+		if (bell_watched(b))
+			bell__mirror(b, q);
+		else if (how & BELL_KHELD)
+			bell__unstale(b, q);
+		break;
+	case BELL_LOOK_RETURN:
+		bell__mirror(b, q);
+		if (!rq_empty(q))
+			bell__settle(b, how & BELL_SLEPT);
+		else if ((how & (BELL_POLL | BELL_KHELD)) && bell__exact(b))
+			bell__clear(b, q);
+		break;
+	case BELL_LOOK_NESTED:
+		if (bell__prune(b, q))
+			return true;
+		bell__clear(b, q);
+		break;
+	}
+	return !rq_empty(q);
+}
+
+/*
+ * KERNEL (bell_kernel): the count of the instance's kernel registrations
+ * that may fire, nkernel, one owner.  op:
+ *  - BELL_K_ADD, BELL_K_DEL: ctl (krec.c) counts an ADD (naps end: NAP) or
+ *    a DEL;
+ *  - BELL_K_STALE: a nested record a MOD made silent stays counted until
+ *    a wait has looked at the kernel epoll: BELL_K_LOOK before its call
+ *    answers what that look settles, BELL_K_LOOKED(arg: that answer) after
+ *    it;
+ *  - BELL_K_FOREVER: a kernel epoll whose registrations this process does
+ *    not all see (a fork shares it) or that is becoming the whole instance
+ *    (a demotion) is counted for good;
+ *  - BELL_K_NONE: 1 if none (a relaxed hint for a wait's choice of path:
+ *    a wait that skips the kernel epoll wrongly only looks later; never
+ *    below the true number).
+ * Returns 0 but for BELL_K_LOOK and BELL_K_NONE.
+ */
+enum bell_kop {
+	BELL_K_ADD,
+	BELL_K_DEL,
+	BELL_K_STALE,
+	BELL_K_FOREVER,
+	BELL_K_LOOK,
+	BELL_K_LOOKED,
+	BELL_K_NONE,
+};
+static inline int bell_kernel(struct bell *b, enum bell_kop op, int arg)
+{
+	switch (op) {
+	case BELL_K_ADD:
+		bell__kernel_add(b);
+		break;
+	case BELL_K_DEL:
+		bell__kernel_del(b);
+		break;
+	case BELL_K_STALE:
+		bell__kernel_stale(b);
+		break;
+	case BELL_K_FOREVER:
+		bell__kernel_forever(b);
+		break;
+	case BELL_K_LOOK:
+		return bell__kernel_look_begin(b);
+	case BELL_K_LOOKED:
+		bell__kernel_looked(b, arg);
+		break;
+	case BELL_K_NONE:
+		return bell__kernel_none(b);
+	}
+	return 0;
+}
+
+/* A FIFO follower (turn.c) starts (delta 1) or stops (-1) waiting in line:
+ * it counts as a sleeper (seq_cst, against a signal's load of sleepers for
+ * EPOLLEXCLUSIVE: turn.c). */
+static inline void bell_follow(struct bell *b, int delta)
+{
+	atomic_fetch_add(&b->sleepers, delta);
+}
+
+/*
+ * OUTSIDE: the instance meets a kernel epoll or a poller outside uepoll's
+ * calls (port.c).  how:
+ *  - BELL_OUT_POLLED: something outside uepoll polls its fd after all (the
+ *    preload saw poll(), select() or a kernel epoll take it): NOPOLL ends
+ *    for good (UNNOPOLL in bell.c); with BELL_OUT_HOLD as well, a kernel
+ *    epoll is about to hold it edge-triggered (a uepoll_ctl into a kernel
+ *    epoll, before the kernel's call): watched, edge-triggered, from now
+ *    on, as if a uepoll instance held it so (WATCHED);
+ *  - BELL_OUT_HELD, BELL_OUT_REFUSED: after that call, which made the
+ *    registration (kept until BELL_OUT_RELEASE) or did not (the hold ends,
+ *    unless another such hold stands);
+ *  - BELL_OUT_RELEASE: the instance is being released (its kernel epoll
+ *    closed, and with it every kernel registration of it);
+ *  - BELL_OUT_SHARED: its kernel epoll is about to be shared by a fork: a
+ *    kernel epoll may hold it edge-triggered without our seeing it, so
+ *    watched instances ring on every event from now on (WATCHED).
+ * epfd, data, q: as bell_watch's (unused by RELEASE and SHARED).
+ */
+#define BELL_OUT_POLLED 0x1u
+#define BELL_OUT_HOLD 0x2u
+#define BELL_OUT_HELD 0x4u
+#define BELL_OUT_REFUSED 0x8u
+#define BELL_OUT_RELEASE 0x10u
+#define BELL_OUT_SHARED 0x20u
+static inline void bell_outside(struct bell *b, unsigned how, int epfd,
+				uint64_t data, struct readyq *q)
+{
+	if (how & BELL_OUT_HOLD)
+		bell__hold_begin(b, epfd, data, q);
+	if (how & BELL_OUT_POLLED)
+		bell__polled_outside(b, q);
+	if (how & (BELL_OUT_HELD | BELL_OUT_REFUSED))
+		bell__hold_end(b, epfd, data, q, how & BELL_OUT_HELD);
+	if (how & BELL_OUT_RELEASE)
+		bell__unhold(b);
+	if (how & BELL_OUT_SHARED)
+		bell__held_edge_outside(b);
+}
 
 #endif

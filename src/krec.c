@@ -153,7 +153,8 @@ static struct krec *krec__find(struct port *p, struct port *inner, int fd)
 }
 
 /* Count an instance holding p (WATCHED in bell.c); edge: holding it
- * edge-triggered. */
+ * edge-triggered (delta 0: a holder's registration becomes, or stops
+ * being, edge-triggered). */
 static void krec__set_watched(struct port *p, int delta, bool edge)
 {
 	bell_watch(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq,
@@ -267,10 +268,10 @@ static int krec__kctl_counted(struct port *p, int op, int r)
 	/* nkernel: never below the true number of kernel registrations (a
 	 * wait skips the kernel epoll at 0). */
 	if (r == 0 && op == EPOLL_CTL_ADD)
-		bell_kernel_add(&p->bell); /* (its waits then sleep in the
-					      kernel epoll: NAP) */
+		/* (its waits then sleep in the kernel epoll: NAP) */
+		(void)bell_kernel(&p->bell, BELL_K_ADD, 0);
 	else if (r == 0 && op == EPOLL_CTL_DEL)
-		bell_kernel_del(&p->bell);
+		(void)bell_kernel(&p->bell, BELL_K_DEL, 0);
 	return r;
 }
 
@@ -550,10 +551,7 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) != loud)
 		return;
 	atomic_store_explicit(&n->silent, !loud, memory_order_relaxed);
-	if (loud)
-		bell_kernel_add(&p->bell);
-	else
-		bell_kernel_del(&p->bell);
+	(void)bell_kernel(&p->bell, loud ? BELL_K_ADD : BELL_K_DEL, 0);
 	edge = loud ? edge
 		    : atomic_load_explicit(&n->edge, memory_order_relaxed);
 	atomic_store_explicit(&n->edge, loud && edge, memory_order_relaxed);
@@ -562,13 +560,13 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 
 /* WATCHED in bell.c: a loud record n's registration becomes, or stops
  * being, edge-triggered (mtx held). */
-static void krec__nest_edge(struct krec *n, bool edge)
+static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
 {
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) ||
 	    atomic_load_explicit(&n->edge, memory_order_relaxed) == edge)
 		return;
 	atomic_store_explicit(&n->edge, edge, memory_order_relaxed);
-	bell_watch_edge(edge ? 1 : -1);
+	krec__set_watched(inner, 0, edge);
 }
 
 /* Count record n as its new events say, before the kernel call that
@@ -582,7 +580,7 @@ static void krec__nest_count(struct port *p, struct krec *n,
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed))
 		krec__nest_loud(p, n, inner, true, events & EPOLLET);
 	else if (events & EPOLLET)
-		krec__nest_edge(n, true);
+		krec__nest_edge(n, inner, true);
 }
 
 /* After a kernel call that made record n's registration `events`: uncount
@@ -594,10 +592,10 @@ static void krec__nest_settle(struct port *p, struct krec *n,
 {
 	if (krec__silent(events)) {
 		if (!atomic_load_explicit(&n->silent, memory_order_relaxed))
-			bell_kernel_stale(&p->bell);
+			(void)bell_kernel(&p->bell, BELL_K_STALE, 0);
 		krec__nest_loud(p, n, inner, false, false);
 	} else if (!(events & EPOLLET)) {
-		krec__nest_edge(n, false);
+		krec__nest_edge(n, inner, false);
 	}
 }
 
@@ -815,11 +813,9 @@ static bool krec__ready(struct port *p, int depth)
 	 * call (KERNEL COST in wait.c). */
 	if (krec__kernel_only(p))
 		return true;
-	if (bell_prune(&p->bell, &p->rq))
+	/* (True also when something came meanwhile.) */
+	if (bell_look(&p->bell, &p->rq, BELL_LOOK_NESTED))
 		return true;
-	bell_clear(&p->bell, &p->rq);
-	if (!rq_empty(&p->rq))
-		return true; /* something came meanwhile */
 	/* Clear what is stale in the instances p holds, so that the kernel's
 	 * poll below sees their fds exact.  Whether one of them being ready
 	 * makes p ready is the kernel's to say: p's registration of it may

@@ -531,10 +531,12 @@ bool port_any_kheld(void)
 
 void port_revalidate(struct port *p)
 {
-	if (bell_watched(&p->bell))
-		bell_mirror(&p->bell, &p->rq);
-	else if (atomic_load_explicit(&p->kheld, memory_order_relaxed))
-		bell_unstale(&p->bell, &p->rq);
+	(void)bell_look(&p->bell, &p->rq,
+			BELL_LOOK_CHANGED |
+				(atomic_load_explicit(&p->kheld,
+						      memory_order_relaxed)
+					 ? BELL_KHELD
+					 : 0));
 }
 
 void port_drop_source(struct wq *q)
@@ -960,7 +962,7 @@ int port_demote(struct port *p)
 		return port__demote_wait(p) ? 0 : port_demote(p);
 	/* Waits look at the kernel epoll from now on; those asleep on the
 	 * futex word go there (NAP). */
-	bell_kernel_forever(&p->bell);
+	(void)bell_kernel(&p->bell, BELL_K_FOREVER, 0);
 	lock_take(&p->mtx);
 	if (port__demotion_alloc(p, &d) < 0) {
 		lock_drop(&p->mtx);
@@ -1012,7 +1014,7 @@ static void port__release(struct uobj *o)
 	struct port *p = (struct port *)o;
 
 	/* A kernel epoll's hold ends with our kernel epoll's file (WATCHED). */
-	bell_unhold(&p->bell);
+	bell_outside(&p->bell, BELL_OUT_RELEASE, -1, 0, NULL);
 	if (atomic_exchange(&p->kheld, false))
 		atomic_fetch_sub(&port__nkheld, 1);
 	lock_take(&p->mtx);
@@ -1058,10 +1060,10 @@ static void port__fork_prepare(struct uobj *o)
 	struct port *p = (struct port *)o;
 
 	/* The other process's ctl cannot end our naps (NAP in bell.c). */
-	bell_kernel_forever(&p->bell);
+	(void)bell_kernel(&p->bell, BELL_K_FOREVER, 0);
 	/* Nor can we see it register this instance edge-triggered anywhere:
 	 * watched instances ring on every event from now on (WATCHED). */
-	bell_held_edge_outside(&p->bell);
+	bell_outside(&p->bell, BELL_OUT_SHARED, -1, 0, NULL);
 }
 
 static int port__fork_child(struct uobj *o)
@@ -1111,10 +1113,9 @@ static bool port__polled(struct uobj *o, uint32_t events)
 	if (events && !(events & EPOLLET) &&
 	    !atomic_exchange(&p->kheld, true))
 		atomic_fetch_add(&port__nkheld, 1);
-	if (events & EPOLLET)
-		bell_hold_begin(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p,
-				&p->rq);
-	bell_polled_outside(&p->bell, &p->rq);
+	bell_outside(&p->bell,
+		     BELL_OUT_POLLED | (events & EPOLLET ? BELL_OUT_HOLD : 0),
+		     p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq);
 	return events & EPOLLET;
 }
 
@@ -1129,16 +1130,15 @@ static void port__looked(struct uobj *o)
 
 	if (p->forked) /* FORKED: exact, and its doorbell the parent's */
 		return;
-	if (bell_exact(&p->bell) && !bell_prune(&p->bell, &p->rq))
-		bell_clear(&p->bell, &p->rq);
+	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_POLLED);
 }
 
 static void port__polled_end(struct uobj *o, bool made)
 {
 	struct port *p = (struct port *)o;
 
-	bell_hold_end(&p->bell, p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq,
-		      made);
+	bell_outside(&p->bell, made ? BELL_OUT_HELD : BELL_OUT_REFUSED,
+		     p->obj.kfd, (uint64_t)(uintptr_t)p, &p->rq);
 }
 
 static int port__demote_op(struct uobj *o)

@@ -41,7 +41,7 @@ bool port_item_signal(struct item *it, uint32_t key, bool *deferred);
 /* A deferred ring comes due (wq_kick, wq lock held): ring if the item is
  * still queued, i.e. no waiter took it since. */
 void port_item_kick(struct item *it);
-/* bell_mirror (WATCHED in bell.c): for an instance another one watches,
+/* bell_look (LOOK, WATCHED in bell.c): for an instance another one watches,
  * forget queued items that are not ready and, if none is left, make its fd
  * not readable.  No-op for an instance nobody watches. */
 void port_revalidate(struct port *p);

@@ -44,7 +44,7 @@
  * the lead it was just given (turn__cancelled); a cancelled leader hands
  * over (turn__handover as a cleanup handler); models/turn.pml has both.
  *
- * Followers count themselves as the bell's sleepers (bell_follow_begin), so
+ * Followers count themselves as the bell's sleepers (bell_follow), so
  * that an exclusive or round-robin wakeup still sees the instance as idle
  * while the lead passes from one thread to the next.  (Counting more
  * sleepers only makes signalers ring the doorbell more often, which never
@@ -157,7 +157,7 @@ static void turn__leave(struct turn__ctx *c)
 	list_del(&c->w->mlink);
 	sys_close(c->w->efd);
 	lock_drop(&t->lock);
-	bell_follow_end(port_bell(c->p));
+	bell_follow(port_bell(c->p), -1);
 }
 
 /* A follower cancelled in its sleep: out of the line, or, if the lead was
@@ -221,7 +221,7 @@ int turn_wait(struct port *p, struct epoll_event *evs, int max,
 		list_add_tail(&t->members, &w.mlink);
 		/* Pairs with the exclusive-wakeup check in port_item_signal:
 		 * see the comment at the top of this file. */
-		bell_follow_begin(port_bell(p));
+		bell_follow(port_bell(p), 1);
 		lock_drop(&t->lock);
 		pthread_cleanup_push(turn__cancelled, &c);
 		r = turn__follow(t, &w, deadline, sigmask);

@@ -154,7 +154,7 @@ static int wait__kernel(struct port *p, struct epoll_event *evs, int max,
 {
 	int r, k = 0, want = max, dropped;
 	/* STALE in krec.c: silent records this look settles. */
-	int settle = bell_kernel_look_begin(&p->bell);
+	int settle = bell_kernel(&p->bell, BELL_K_LOOK, 0);
 	bool retried = false;
 
 	*db = false;
@@ -167,7 +167,7 @@ again:
 		r = sys_epoll_sleep(p->obj.kfd, evs + k, want, timeout,
 				    sigmask);
 	if (unlikely(settle) && r >= 0) {
-		bell_kernel_looked(&p->bell, settle);
+		bell_kernel(&p->bell, BELL_K_LOOKED, settle);
 		settle = 0;
 	}
 	if (r <= 0)
@@ -254,7 +254,7 @@ static int wait__kernel_turn(struct port *p, struct epoll_event *evs, int max,
 	 * ring the doorbell if items wait and it is not rung. */
 	if (atomic_load_explicit(&p->kfull, memory_order_relaxed) &&
 	    !rq_empty(&p->rq))
-		bell_kick(&p->bell);
+		(void)bell_signal(&p->bell, 0, 0, NULL, NULL);
 	r = wait__kernel(p, evs + *n, want, &wait__zero, NULL, &db, kc, &full);
 	if (r < 0)
 		return r;
@@ -283,14 +283,13 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 	int n = 0, r, kcalls = 0;
 	bool kmore = true;
 
-	if (bell_kernel_none(&p->bell))
+	if (bell_kernel(&p->bell, BELL_K_NONE, 0))
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
 	/* A doorbell with nothing ready behind it would only take a slot of
 	 * the kernel's batch: clear it first (a system call, but this wait
-	 * makes one anyway).  Not for NOPOLL (bell_exact): the kernel's turn
+	 * makes one anyway).  Not for NOPOLL (bell_look): the kernel's turn
 	 * below takes the stale event itself (bell_took), with no call. */
-	if (bell_exact(&p->bell) && bell_rung(&p->bell) && !rq_prune(&p->rq))
-		bell_clear(&p->bell, &p->rq);
+	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_COLLECT);
 	rq_pass_init(&ps);
 	for (int pass = 0; pass < 8 && n < max; pass++) {
 		if (atomic_load_explicit(&p->side, memory_order_relaxed) ==
@@ -313,24 +312,23 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
  * learns that the fd's readiness was stale), take the stale doorbell event so
  * the fd is not left readable with nothing to return.  A wait that returned
  * events leaves a stale doorbell alone: a busy loop then makes no system call.
- * A NOPOLL instance has no outer event loop to show it to (bell_exact): its
+ * A NOPOLL instance has no outer event loop to show it to (bell__exact): its
  * polling loop makes none either, found something or not.
  */
 static void wait__settle(struct port *p, bool poll, bool slept)
 {
-	/* An instance watched by another one keeps its fd exact. */
-	bell_mirror(&p->bell, &p->rq);
-	if (!rq_empty(&p->rq)) {
-		/* Items left (beyond maxevents, or level-triggered ones put
-		 * back): a sleeper or an outside poller must see them. */
-		bell_settle(&p->bell, slept);
-		return;
-	}
-	/* Nothing left: a stale doorbell goes (a poll; an instance a kernel
-	 * epoll holds level-triggered, UNSTALE, at every wait). */
-	if ((poll || atomic_load_explicit(&p->kheld, memory_order_relaxed)) &&
-	    bell_exact(&p->bell))
-		bell_clear(&p->bell, &p->rq);
+	/* An instance watched by another one keeps its fd exact; items
+	 * left (beyond maxevents, or level-triggered ones put back): a
+	 * sleeper or an outside poller must see them; nothing left: a stale
+	 * doorbell goes (a poll; an instance a kernel epoll holds
+	 * level-triggered, UNSTALE, at every wait). */
+	(void)bell_look(&p->bell, &p->rq,
+			BELL_LOOK_RETURN | (slept ? BELL_SLEPT : 0) |
+				(poll ? BELL_POLL : 0) |
+				(atomic_load_explicit(&p->kheld,
+						      memory_order_relaxed)
+					 ? BELL_KHELD
+					 : 0));
 }
 
 static bool wait__ready(void *p)
@@ -373,8 +371,7 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 {
 	struct wait__ksleep ks = { p, evs, max, timeout, sigmask, db, kc };
 
-	if (bell_lt(&p->bell))
-		bell_mirror(&p->bell, &p->rq);
+	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_SLEEP);
 	/* The spin polls the ready queue: only for an instance that has
 	 * userspace sources to poll (KERNEL COST). */
 	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
@@ -409,7 +406,7 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 static bool wait__direct(struct port *p, int64_t deadline)
 {
 	if (deadline == 0 ||
-	    bell_kernel_none(&p->bell) ||
+	    bell_kernel(&p->bell, BELL_K_NONE, 0) ||
 	    !rq_empty(&p->rq))
 		return false;
 	return atomic_load_explicit(&p->nuser, memory_order_relaxed) <= 0 ||
@@ -485,79 +482,77 @@ static uint32_t wait__gen(struct port *p)
  * when the window closes). */
 #define WAIT__BLIND_URGENT 32
 
-/* The end of a doze (or its cleanup, if the wait is cancelled in it). */
-static void wait__undoze(void *arg)
-{
-	struct port *p = arg;
+/* A doze's sleep (bell_doze's callback), with the wait's arguments. */
+struct wait__dctx {
+	struct port *p;
+	struct epoll_event *evs;
+	int max;
+	int64_t until;
+	bool blind;
+	const sigset_t *sigmask;
+	bool *db;
+	struct wait__kctx *kc;
+};
 
-	bell_doze_end(&p->bell, &p->rq);
+/* The sleep of a doze: in the kernel epoll, or, blind, on the doorbell
+ * (dbfd) and the urgent kernel registrations (none is held: one would
+ * have ended the batch). */
+static int wait__dozing(void *arg, int dbfd)
+{
+	struct wait__dctx *d = arg;
+	struct pollfd pfd[1 + WAIT__BLIND_URGENT];
+	struct timespec ts;
+	struct krec *n;
+	int r, npfd = 1;
+
+	if (!d->blind)
+		return wait__kernel(d->p, d->evs, d->max,
+				    wait__until(d->until, &ts), d->sigmask,
+				    d->db, d->kc, NULL);
+	pfd[0].fd = dbfd;
+	pfd[0].events = POLLIN;
+	for (n = atomic_load_explicit(&d->p->krecs, memory_order_acquire);
+	     n && npfd < 1 + WAIT__BLIND_URGENT; n = n->next) {
+		int fd = atomic_load_explicit(&n->fd, memory_order_acquire);
+
+		if (fd < 0 ||
+		    !atomic_load_explicit(&n->urgent, memory_order_relaxed))
+			continue;
+		/* The epoll bits below are poll's own. */
+		pfd[npfd].fd = fd;
+		pfd[npfd++].events = (short)(
+			atomic_load_explicit(&n->kevents,
+					     memory_order_relaxed) &
+			(EPOLLIN | EPOLLOUT | EPOLLPRI | EPOLLRDHUP |
+			 EPOLLRDNORM | EPOLLRDBAND | EPOLLWRNORM |
+			 EPOLLWRBAND));
+	}
+	r = sys_ppoll(pfd, (nfds_t)npfd, wait__until(d->until, &ts),
+		      d->sigmask);
+	return r < 0 ? r : 0;
 }
 
 /*
  * A batching wait with its window open sleeps through ordinary events until
- * `until`: it counts itself a dozer, which holds the instance's kicks, so
- * that a signal neither makes a system call nor wakes anyone, and an urgent
- * item or the event that makes `want` rings anyway (DOZE in bell.c).  Kernel
- * fds still wake it (they reach the kernel epoll directly), except in `blind`
- * mode, when a level-triggered kernel fd the batch holds keeps the kernel
- * epoll readable: then it sleeps on the doorbell and the urgent kernel
- * registrations alone (polled for the events they were registered for; a
- * spurious wake only makes it collect and doze again).  Like any sleep it
- * counts itself in sleepers and re-checks the ready queue first.  Returns
- * the kernel events it took (into evs), 0, or -errno.
+ * `until` (bell_doze: DOZE in bell.c): a signal neither makes a system call
+ * nor wakes anyone, and an urgent item or the event that makes `want`
+ * rings anyway.  Kernel fds still wake it (they reach the kernel epoll
+ * directly), except in `blind` mode, when a level-triggered kernel fd the
+ * batch holds keeps the kernel epoll readable: then it sleeps on the
+ * doorbell and the urgent kernel registrations alone (polled for the
+ * events they were registered for; a spurious wake only makes it collect
+ * and doze again).  Returns the kernel events it took (into evs), 0, or
+ * -errno.
  */
 static int wait__doze(struct port *p, struct epoll_event *evs, int max,
 		      int64_t until, int want, bool blind,
 		      const sigset_t *sigmask, bool *db,
 		      struct wait__kctx *kc)
 {
-	struct pollfd pfd[1 + WAIT__BLIND_URGENT];
-	struct timespec ts;
-	struct krec *n;
-	int r = 0, npfd = 1;
+	struct wait__dctx d = { p, evs, max, until, blind, sigmask, db, kc };
 
 	*db = false;
-	bell_doze_begin(&p->bell, want, blind);
-	/* Cancelled while dozing, the doze ends as it would have. */
-	pthread_cleanup_push(wait__undoze, p);
-	/* The re-check after counting ourselves (DOZE). */
-	if (rq_empty(&p->rq)) {
-		if (blind) {
-			/* The doorbell, and the urgent kernel registrations
-			 * (none is held: one would have ended the batch). */
-			pfd[0].fd = bell_fd(&p->bell);
-			pfd[0].events = POLLIN;
-			for (n = atomic_load_explicit(&p->krecs,
-						      memory_order_acquire);
-			     n && npfd < 1 + WAIT__BLIND_URGENT; n = n->next) {
-				int fd = atomic_load_explicit(
-					&n->fd, memory_order_acquire);
-
-				if (fd < 0 || !atomic_load_explicit(
-						      &n->urgent,
-						      memory_order_relaxed))
-					continue;
-				/* The epoll bits below are poll's own. */
-				pfd[npfd].fd = fd;
-				pfd[npfd++].events = (short)(
-					atomic_load_explicit(
-						&n->kevents,
-						memory_order_relaxed) &
-					(EPOLLIN | EPOLLOUT | EPOLLPRI |
-					 EPOLLRDHUP | EPOLLRDNORM |
-					 EPOLLRDBAND | EPOLLWRNORM |
-					 EPOLLWRBAND));
-			}
-			r = sys_ppoll(pfd, (nfds_t)npfd,
-				      wait__until(until, &ts), sigmask);
-			r = r < 0 ? r : 0;
-		} else {
-			r = wait__kernel(p, evs, max, wait__until(until, &ts),
-					 sigmask, db, kc, NULL);
-		}
-	}
-	pthread_cleanup_pop(1);
-	return r;
+	return bell_doze(&p->bell, &p->rq, want, blind, wait__dozing, &d);
 }
 
 /*

@@ -1,7 +1,7 @@
 /*
  * t_doze_rekick: an event that came while a batching wait dozed (its kick
  * held by the doze) wakes the instance's other sleeper when the doze ends
- * without collecting it (DOZE in src/bell.c, bell_doze_end: uncount, then
+ * without collecting it (DOZE in src/bell.c, bell__doze_end: uncount, then
  * look and ring; models/doze.pml, mutants LOOK_FIRST and NO_REKICK).
  *
  * Thread D waits on the instance under a batching policy with a 10 s window

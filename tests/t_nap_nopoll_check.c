@@ -10,7 +10,7 @@
  * UEPOLL_NOPOLL instance without kernel fds (a nap), traps right after its
  * count in the bell's `sleepers` (bell__nap_begin), before its count in
  * `nappers`; there the main thread puts the instance into a kernel epoll
- * level-triggered (uepoll_ctl: bell_polled_outside stores nopoll = 0, then
+ * level-triggered (uepoll_ctl: bell__polled_outside stores nopoll = 0, then
  * bell__unnap sees no napper and wakes nobody).  Once S sleeps, a write to a
  * ueventfd the instance watches rings the doorbell (NOPOLL over, no napper
  * ring), and S must get its event: its look at `nopoll` after the count

@@ -13,7 +13,7 @@
  *     traps right after its count in the bell's `nappers` (bell__nap_begin),
  *     before its re-check;
  *  2. the main thread writes a ueventfd the instance watches: the item is
- *     queued, and the ring (bell__kick) traps right after its load of
+ *     queued, and the ring (bell__kick_slow) traps right after its load of
  *     `nappers`, which saw A;
  *  3. A goes on: its re-check finds the item, its bell__nap_end gives
  *     `napped` back, and its wait returns the event;
@@ -55,7 +55,7 @@ static void a_access(const void *addr)
 }
 
 /* The writer's accesses to `nappers`: its first (a fresh instance's `set`
- * is 0, so bell__would_ring and bell_kick do not load it) is bell__kick's,
+ * is 0, so bell__would_ring and bell__kick do not load it) is bell__kick_slow's,
  * which saw A counted; it waits there until A's wait has returned. */
 static void w_access(const void *addr)
 {

@@ -10,7 +10,7 @@
  * Instance `in` holds ueventfds A (EPOLLET) and B and is held
  * level-triggered by instance `out`.  A is written: its item is queued,
  * `in`'s doorbell rung.  A zero-timeout wait on `in` returns A, finds the
- * queue empty then and clears the doorbell (wait__settle, bell_mirror).
+ * queue empty then and clears the doorbell (wait__settle, bell__mirror).
  * The window has no system call, so a hardware watchpoint places B's
  * write in it: the waiting thread traps after each of its accesses to
  * `in`'s `set` (watchpoint.h); the first, in this wait, is the clear's

@@ -1,13 +1,13 @@
 /*
  * t_nest_clear_recheck: a watched instance's clear of its doorbell looks at
  * the ready queue after it took the doorbell, and rings again for what is
- * queued (bell_clear in src/bell.c, WATCHED; models/watched.pml, mutant
+ * queued (bell__clear in src/bell.c, WATCHED; models/watched.pml, mutant
  * CLEAR_NO_RECHECK).
  *
  * The clear that must look is one with no look of its caller after it: a
  * reader's revalidation of the instances its drained source is queued in
- * (wq_unready, port_revalidate: bell_mirror from outside any wait).  On
- * the wait path wait__settle looks at the queue after bell_mirror and
+ * (wq_unready, port_revalidate: bell__mirror from outside any wait).  On
+ * the wait path wait__settle looks at the queue after bell__mirror and
  * kicks itself; a holder's check (krec__ready) looks too, though only to
  * report the instance, not to ring.
  *

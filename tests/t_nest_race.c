@@ -11,7 +11,7 @@
  * edge-triggered holder, one per idle -> ready change for a level-triggered
  * one) while this thread collects it, with zero-timeout waits, as it
  * arrives: the wait that takes the event finds the queue empty and takes
- * the doorbell (bell_clear), often while the ring's write is still being
+ * the doorbell (bell__clear), often while the ring's write is still being
  * made.  Once the write has returned and the counter is read, nothing is
  * ready: the instance must not poll ready.  Before the doorbell's write and
  * read were each made one step with their change of `set` (dblock), a take

@@ -7,7 +7,7 @@
  * store hides the ring the holder's arrival made (bell_watch: MOD to
  * level-triggered, take, then a ring for the queued item): `set` is 0 with
  * the level-triggered eventfd counting, which no clear takes any more
- * (bell_clear does nothing while `set` is 0).  The instance then reads
+ * (bell__clear does nothing while `set` is 0).  The instance then reads
  * ready for ever with nothing in it: its fd polls readable and its holder
  * reports it on every look (a stuck ring), where the kernel's epoll
  * reports an empty nested epoll to nobody.
