@@ -39,7 +39,8 @@ int uepoll_create1(int flags);
 /*
  * uepoll_create1() with uepoll's own options in uflags (no kernel
  * counterpart): at most one UEPOLL_WAKE_* (which blocked thread a wakeup
- * takes), UEPOLL_NOSPIN and UEPOLL_NOPOLL.  See uepoll_create2(3).
+ * takes), UEPOLL_NOSPIN or UEPOLL_SPIN_KERNEL, and UEPOLL_NOPOLL.  See
+ * uepoll_create2(3).
  */
 /* 0x1u and 0x2u are reserved: EINVAL. */
 #define UEPOLL_WAKE_LIFO 0x4u	/* the last to block, as the kernel; default */
@@ -50,6 +51,12 @@ int uepoll_create1(int flags);
  * hold it), so its readiness need not be exact: events make no system call
  * while no thread sleeps on it. */
 #define UEPOLL_NOPOLL 0x20u
+/* A wait that would sleep on kernel fds (sockets, pipes...) first polls
+ * them from userspace for up to UEPOLL_SPIN_US microseconds (environment;
+ * default 50, 0: never), as long as such spins keep finding something: it
+ * trades a CPU's time for the latency of a sleep and a wakeup.  Not for a
+ * wait with a timeout of 0 or a signal mask. */
+#define UEPOLL_SPIN_KERNEL 0x40u
 int uepoll_create2(int flags, unsigned int uflags);
 /* epoll_create(2): size must be > 0 and is otherwise ignored.
  * See uepoll_create1(3). */

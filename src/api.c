@@ -71,9 +71,12 @@ UEPOLL_API int uepoll_create2(int flags, unsigned int uflags)
 {
 	const unsigned int w = UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO;
 
+	const unsigned int sp = UEPOLL_NOSPIN | UEPOLL_SPIN_KERNEL;
+
 	/* Two choices of one kind contradict each other. */
 	if (flags & ~EPOLL_CLOEXEC ||
-	    uflags & ~(w | UEPOLL_NOSPIN | UEPOLL_NOPOLL) || (uflags & w) == w)
+	    uflags & ~(w | sp | UEPOLL_NOPOLL) || (uflags & w) == w ||
+	    (uflags & sp) == sp)
 		return (int)api__ret(-EINVAL);
 	return (int)api__ret(port_create(flags, uflags));
 }

@@ -41,7 +41,7 @@ enum {
 static struct {
 	_Atomic int known;
 	_Atomic unsigned flags;
-	_Atomic int64_t spin_ns;
+	_Atomic int64_t spin_ns, spin_us;
 	_Atomic uint32_t coalesce_us, min_wait_us;
 	_Atomic uint64_t coalesce_count;
 } config__v;
@@ -102,6 +102,9 @@ static void config__read(void)
 	atomic_store_explicit(&config__v.spin_ns,
 			      config__num("UEPOLL_SPIN_NS", INT64_MAX),
 			      memory_order_relaxed);
+	atomic_store_explicit(&config__v.spin_us,
+			      config__num("UEPOLL_SPIN_US", INT64_MAX),
+			      memory_order_relaxed);
 	n = config__num("UEPOLL_MIN_WAIT_US", UINT32_MAX);
 	atomic_store_explicit(&config__v.min_wait_us, n < 0 ? 0 : (uint32_t)n,
 			      memory_order_relaxed);
@@ -126,6 +129,8 @@ struct config config_get(void)
 	f = atomic_load_explicit(&config__v.flags, memory_order_relaxed);
 	return (struct config){
 		.spin_ns = atomic_load_explicit(&config__v.spin_ns,
+						memory_order_relaxed),
+		.spin_us = atomic_load_explicit(&config__v.spin_us,
 						memory_order_relaxed),
 		.coalesce_us = atomic_load_explicit(&config__v.coalesce_us,
 						    memory_order_relaxed),

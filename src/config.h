@@ -12,6 +12,8 @@ struct config {
 	/* The library's, for every program that links it. */
 	int64_t spin_ns;	 /* UEPOLL_SPIN_NS=N; -1: not set (spin.c's
 				  * default) */
+	int64_t spin_us;	 /* UEPOLL_SPIN_US=N: the kernel fds' spin
+				  * (UEPOLL_SPIN_KERNEL); -1: not set */
 	uint32_t coalesce_us;	 /* UEPOLL_EVENTFD_COALESCE=delay_us[,count] */
 	uint64_t coalesce_count; /* (both 0: none) */
 	bool fork_demote_instances; /* UEPOLL_FORK_DEMOTE_INSTANCES=1 */

@@ -119,6 +119,7 @@ int port_create(int flags, unsigned int uflags)
 	rq_init(&p->rq);
 	turn_init(&p->turn, uflags & UEPOLL_WAKE_FIFO);
 	spin_init(&p->spin, uflags & UEPOLL_NOSPIN);
+	spin_init_kernel(&p->kspin, uflags & UEPOLL_SPIN_KERNEL);
 	return uobj_publish(o, fd);
 
 err:
@@ -1076,6 +1077,7 @@ static int port__fork_child(struct uobj *o)
 		p->forked = true;
 	bell_fork_child(&p->bell);
 	spin_fork_child(&p->spin);
+	spin_fork_child(&p->kspin);
 	turn_fork_child(&p->turn);
 	rq_fork_child(&p->rq, &p->items);
 	return 0;

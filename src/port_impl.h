@@ -72,6 +72,9 @@ struct port {
 	/* Spinning before a sleep (spin.c): written by waiters that find
 	 * nothing, on a line of its own. */
 	_Alignas(UEPOLL_CACHELINE) struct spin spin;
+	/* The spin of a wait on kernel fds (KERNEL SPIN in spin.c; off
+	 * unless UEPOLL_SPIN_KERNEL), written by the same waiters. */
+	struct spin kspin;
 };
 
 enum { PORT_LIVE = 0, PORT_DEMOTING = 1, PORT_DEMOTED = 2 };
@@ -84,7 +87,8 @@ static inline bool port_demoting(struct port *p)
 	       PORT_LIVE;
 }
 
-/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN, UEPOLL_NOPOLL */
+/* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN,
+ * UEPOLL_SPIN_KERNEL, UEPOLL_NOPOLL */
 /* Signalers write the doorbell's line; waiters write the ready queue's
  * consumer side: the two sides of the instance never share a cache line. */
 _Static_assert(offsetof(struct port, bell.set) % UEPOLL_CACHELINE == 0 &&

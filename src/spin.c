@@ -45,6 +45,21 @@
  * epoll_wait returns it at once.  Signals likewise: the wait's sigmask
  * applies from the sleep on.
  *
+ * KERNEL SPIN.  An instance made with UEPOLL_SPIN_KERNEL also spins before
+ * a sleep on its kernel fds (wait.c, wait__spin): request/response over a
+ * socket between two processes on two CPUs otherwise pays a sleep and a
+ * wakeup per message, when the answer often comes within a few
+ * microseconds.  Its poll is a system call (a zero-timeout ppoll of the
+ * kernel epoll's fd, which is readable while a registration there is
+ * ready, the doorbell included), so it looks at the clock after every poll
+ * and its bound is longer: UEPOLL_SPIN_US (default SPIN_KERNEL_DEFAULT_US).
+ * It is opt-in: it burns a CPU for up to that long per wait that would
+ * sleep, and the adaptive rule above (the same code, on the instance's
+ * second struct spin) is what stops an instance whose spins keep missing.
+ * Like the kernel's busy poll (EPIOCSPARAMS) and Onload's EF_POLL_USEC it
+ * only decides when the sleep starts: what the wait returns, its timeout
+ * and its signals are the sleep's.
+ *
  * Memory ordering: none needed.  The fields are hints (relaxed); ready() is
  * the caller's own seq_cst look at its queue, and a thread that stops
  * spinning goes through the ordinary sleep protocol, which re-checks the
@@ -64,6 +79,9 @@
 #define SPIN_PROBE 16u
 #define SPIN_PROBE_MAX 1024u
 #define SPIN_SPINNERS 2
+/* KERNEL SPIN: UEPOLL_SPIN_US when unset (about two loopback round trips on
+ * the reference machine). */
+#define SPIN_KERNEL_DEFAULT_US 50u
 /* Polls between two looks at the clock. */
 #define SPIN_POLLS 32
 
@@ -77,14 +95,36 @@ static uint32_t spin__max(void)
 	return v > SPIN_LIMIT_NS ? SPIN_LIMIT_NS : (uint32_t)v;
 }
 
-void spin_init(struct spin *s, bool off)
+/* UEPOLL_SPIN_US (config.c): a number of us (0: never spin), capped. */
+static uint32_t spin__kernel_max(void)
 {
-	s->max = off ? 0 : spin__max();
+	int64_t v = config_get().spin_us;
+
+	if (v < 0)
+		return SPIN_KERNEL_DEFAULT_US * 1000u;
+	return v > SPIN_LIMIT_NS / 1000 ? SPIN_LIMIT_NS : (uint32_t)v * 1000u;
+}
+
+static void spin__init(struct spin *s, uint32_t max, uint32_t polls)
+{
+	s->max = max;
+	s->polls = polls;
 	atomic_init(&s->budget, s->max);
 	atomic_init(&s->idle, 0);
 	atomic_init(&s->period, SPIN_PROBE);
 	atomic_init(&s->spinners, 0);
 	atomic_init(&s->deferred, false);
+}
+
+void spin_init(struct spin *s, bool off)
+{
+	spin__init(s, off ? 0 : spin__max(), SPIN_POLLS);
+}
+
+void spin_init_kernel(struct spin *s, bool on)
+{
+	/* A poll is a system call: the clock after each. */
+	spin__init(s, on ? spin__kernel_max() : 0, 1);
 }
 
 /* The budget of this wait's spin (0: none); *probe: it is a probe. */
@@ -126,7 +166,7 @@ bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 		cut = true;
 	}
 	while (!hit && now < end) {
-		for (int i = 0; i < SPIN_POLLS; i++) {
+		for (uint32_t i = 0; i < s->polls; i++) {
 			if (ready(arg)) {
 				hit = true;
 				break;

@@ -27,10 +27,16 @@ struct spin {
 	_Atomic bool deferred;
 	/* The longest spin (ns); 0: this instance never spins.  Set once. */
 	uint32_t max;
+	/* Polls between two looks at the clock: many when a poll is a load,
+	 * one when it is a system call (KERNEL SPIN).  Set once. */
+	uint32_t polls;
 };
 
 /* off: never spin (UEPOLL_NOSPIN); else the process's UEPOLL_SPIN_NS. */
 void spin_init(struct spin *s, bool off);
+/* The spin of a wait on kernel fds (KERNEL SPIN in spin.c): on
+ * (UEPOLL_SPIN_KERNEL), for the process's UEPOLL_SPIN_US; off, never. */
+void spin_init_kernel(struct spin *s, bool on);
 /*
  * A signal queued an item but deferred its wakeup (a coalescing ueventfd): the
  * instance's waits stop spinning for good, or a spinner would take every
@@ -41,6 +47,12 @@ static inline void spin_deferred(struct spin *s)
 {
 	if (!atomic_load_explicit(&s->deferred, memory_order_relaxed))
 		atomic_store_explicit(&s->deferred, true, memory_order_relaxed);
+}
+
+/* The instance got a deferred wakeup (spin_deferred): a hint, relaxed. */
+static inline bool spin_was_deferred(struct spin *s)
+{
+	return atomic_load_explicit(&s->deferred, memory_order_relaxed);
 }
 
 /* This instance never spins (UEPOLL_NOSPIN, UEPOLL_SPIN_NS=0, or it got a

@@ -336,6 +336,43 @@ static bool wait__ready(void *p)
 	return !rq_empty(&((struct port *)p)->rq);
 }
 
+/* KERNEL SPIN's poll: the ready queue (unless the instance coalesces its
+ * wakeups: a spin must not take a held item at once, SPIN in spin.c), then
+ * the kernel epoll's fd, readable while a kernel fd's registration is
+ * ready or the doorbell rung.  Non-consuming: the caller collects. */
+static bool wait__kready(void *arg)
+{
+	struct port *p = arg;
+
+	if (!spin_was_deferred(&p->spin) && !rq_empty(&p->rq))
+		return true;
+	return sys_poll_now(p->obj.kfd, POLLIN) & POLLIN;
+}
+
+/*
+ * The spin before a sleep (SPIN, KERNEL SPIN in spin.c), until the wait's
+ * deadline at most: true if something became ready meanwhile.  With kernel
+ * set (a plain wait, no signal mask, none yet in this wait) an instance
+ * made with UEPOLL_SPIN_KERNEL that has kernel fds polls its kernel epoll
+ * and its ready queue; else an instance with userspace sources polls its
+ * ready queue (KERNEL COST), the kernel fds' events waiting for the sleep.
+ * A kernel spin needs no signal of its own: a handler that runs during it
+ * runs, as far as the caller can tell, before the call; with a signal mask
+ * it would run where the mask blocks it, so a wait with one does not make
+ * it.  *kspun: a kernel spin was made.
+ */
+static bool wait__spin(struct port *p, int64_t until, bool kernel,
+		       bool *kspun)
+{
+	if (kernel && !spin_off(&p->kspin) &&
+	    !bell_kernel(&p->bell, BELL_K_NONE, 0)) {
+		*kspun = true;
+		return spin_wait(&p->kspin, wait__kready, p, until);
+	}
+	return atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
+	       spin_wait(&p->spin, wait__ready, p, until);
+}
+
 /* The sleep in the kernel epoll (bell_sleep's kwait). */
 struct wait__ksleep {
 	struct port *p;
@@ -356,27 +393,33 @@ static int wait__ksleep(void *arg)
 }
 
 /*
- * The sleep of a wait: spin a little first (SPIN in spin.c; until: the
- * wait's deadline, -1 none), then bell_sleep (SLEEP in bell.h: a nap on a
- * futex, or a sleep in the kernel epoll, where the doorbell and kernel fds
- * wake us).  A level-triggered doorbell (a watched instance) would wake us
- * at once: it is cleared first unless something is really ready.  Returns
- * false, without sleeping, if items are queued; else true with the
- * sleep's result in *r (a nap's: 0 or -EINTR, and no doorbell event).
+ * The sleep of a wait: spin a little first (wait__spin; until: the wait's
+ * deadline, -1 none; kernel and *kspun: its), then bell_sleep (SLEEP in
+ * bell.h: a nap on a futex, or a sleep in the kernel epoll, where the
+ * doorbell and kernel fds wake us).  A level-triggered doorbell (a watched
+ * instance) would wake us at once: it is cleared first unless something is
+ * really ready.  Returns false, without sleeping, if items are queued or
+ * the spin saw something ready; else true with the sleep's result in *r (a
+ * nap's: 0 or -EINTR, and no doorbell event).
  */
 static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
 			int64_t until, const struct timespec *timeout,
 			const sigset_t *sigmask, bool *db,
-			struct wait__kctx *kc, int *r)
+			struct wait__kctx *kc, bool kernel, bool *kspun,
+			int *r)
 {
 	struct wait__ksleep ks = { p, evs, max, timeout, sigmask, db, kc };
+	struct timespec left;
 
 	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_SLEEP);
-	/* The spin polls the ready queue: only for an instance that has
-	 * userspace sources to poll (KERNEL COST). */
-	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 &&
-	    spin_wait(&p->spin, wait__ready, p, until))
+	if (wait__spin(p, until, kernel, kspun))
 		return false;
+	/* The sleep ends at the wait's deadline, not a spin's length after
+	 * it (a clock read, no system call). */
+	if (timeout && until >= 0) {
+		sys_time_left(until, &left);
+		ks.timeout = &left;
+	}
 	switch (bell_sleep(&p->bell, &p->rq, sigmask != NULL, until,
 			   wait__ksleep, &ks, r)) {
 	case BELL_AWAKE:
@@ -401,7 +444,9 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
  * exception is an instance that has userspace sources and may spin: its
  * spin must not hold back kernel events that are ready already, so it
  * polls the kernel first as before (two calls when it then sleeps).  A
- * zero-timeout wait makes its one poll either way.
+ * zero-timeout wait makes its one poll either way.  A kernel spin (KERNEL
+ * SPIN in spin.c) holds nothing back either: its first poll sees what is
+ * ready already, and the collect after it takes it.
  */
 static bool wait__direct(struct port *p, int64_t deadline)
 {
@@ -413,16 +458,20 @@ static bool wait__direct(struct port *p, int64_t deadline)
 	       spin_off(&p->spin);
 }
 
-/* A wait without batching: returns as soon as it has events. */
+/* A wait without batching: returns as soon as it has events.  It spins on
+ * kernel fds once at most (KERNEL SPIN: a spin that saw the kernel epoll
+ * readable and then collected nothing, a stale event, does not make it spin
+ * on), and collects without sleeping after a spin that saw something
+ * (look). */
 static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 		       int64_t deadline, const sigset_t *sigmask)
 {
 	struct timespec ts;
-	bool db;
+	bool db, kspun = false, look = false;
 	int n, r;
 
 	for (;;) {
-		if (!wait__direct(p, deadline)) {
+		if (look || !wait__direct(p, deadline)) {
 			n = wait__collect(p, evs, max, NULL, NULL);
 			if (n != 0 || deadline == 0) {
 				if (n >= 0)
@@ -435,8 +484,10 @@ static int wait__plain(struct port *p, struct epoll_event *evs, int max,
 			if (!ts.tv_sec && !ts.tv_nsec)
 				return 0;
 		}
-		if (!wait__sleep(p, evs, max, deadline, deadline > 0 ? &ts : NULL,
-				 sigmask, &db, NULL, &r))
+		look = !wait__sleep(p, evs, max, deadline,
+				    deadline > 0 ? &ts : NULL, sigmask, &db,
+				    NULL, !sigmask && !kspun, &kspun, &r);
+		if (look)
 			continue;
 		if (r < 0)
 			return r;
@@ -560,7 +611,9 @@ static int wait__doze(struct port *p, struct epoll_event *evs, int max,
  * states it).  It collects (ready queue, and kernel events with a
  * zero-timeout epoll_wait when the instance has kernel fds) as long as
  * something is there, and sleeps only when nothing is: in the window it
- * dozes, else it sleeps as a plain wait does, woken by the first event.
+ * dozes, else it sleeps as a plain wait does, woken by the first event
+ * (with the ready queue's spin, never the kernel fds': the policy's window
+ * is what it asked for instead).
  */
 struct wait__bctx {
 	struct port *p;
@@ -584,7 +637,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 	struct batch b;
 	struct timespec ts;
 	int64_t now, until;
-	bool slept = false, blind = false, doze, dozed, db;
+	bool slept = false, blind = false, doze, dozed, db, kspun = false;
 	int r = 0, got, want;
 
 	rq_batch_init(&rb, wait__gen(p));
@@ -612,7 +665,7 @@ static int wait__batch(struct port *p, struct epoll_event *evs, int max,
 		} else if (!wait__sleep(p, evs + b.n, max - b.n,
 				       until == BATCH_NEVER ? -1 : until,
 				       wait__until(until, &ts), sigmask, &db,
-				       &kc, &got)) {
+				       &kc, false, &kspun, &got)) {
 			/* As a plain wait sleeps (an instance watched by
 			 * another one keeps its doorbell for its holders:
 			 * WATCHED); items came meanwhile: collect them. */

@@ -389,8 +389,9 @@ static void test_create2(void)
 {
 	static const int flags[] = { 1, -1, O_NONBLOCK, EPOLL_CLOEXEC | 2 };
 	static const unsigned int uflags[] = {
-		0x1, 0x2, 0x40, 0x80000000u,
-		UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO, ~0u,
+		0x1, 0x2, 0x80, 0x80000000u,
+		UEPOLL_WAKE_LIFO | UEPOLL_WAKE_FIFO,
+		UEPOLL_NOSPIN | UEPOLL_SPIN_KERNEL, ~0u,
 	};
 
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {

@@ -450,6 +450,6 @@ int main(void)
 						   UEPOLL_WAKE_FIFO);
 	CHECK(ep >= 0);
 	CHECK_EQ(uepoll_close(ep), 0);
-	CHECK_ERR(uepoll_create2(0, UEPOLL_NOPOLL | 0x40), EINVAL);
+	CHECK_ERR(uepoll_create2(0, UEPOLL_NOPOLL | 0x80), EINVAL);
 	return t_end();
 }
