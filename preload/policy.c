@@ -27,4 +27,7 @@ void policy_load(void)
 	policy.min_wait_us = c.min_wait_us;
 	policy.nopoll = c.nopoll;
 	policy.no_iouring = c.no_iouring;
+	/* The library bounds the spin by the same variable (spin.c); "block
+	 * at once" wins over it, as uepoll_create2 refuses both. */
+	policy.spin_kernel = c.spin_us > 0 && !c.nospin;
 }

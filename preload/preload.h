@@ -157,6 +157,7 @@ struct policy {
 	uint32_t min_wait_us; /* UEPOLL_MIN_WAIT_US=N */
 	bool nopoll;	      /* UEPOLL_NOPOLL=1 (wrap_poll.c) */
 	bool no_iouring;      /* UEPOLL_NO_IOURING=1 (wrap_aio.c) */
+	bool spin_kernel;     /* UEPOLL_SPIN_US=N, N > 0, no UEPOLL_NOSPIN */
 };
 extern struct policy policy;
 void policy_load(void);

@@ -3,7 +3,7 @@
  * wrap_epoll.c - epoll_create, epoll_create1, epoll_ctl and the waits.
  *
  * Every instance the program creates once the layer is ready is a uepoll
- * instance, made with the policies' options (UEPOLL_NOSPIN,
+ * instance, made with the policies' options (UEPOLL_NOSPIN, UEPOLL_SPIN_KERNEL,
  * UEPOLL_WAKE_FIFO, UEPOLL_MIN_WAIT_US).  The ctl and the waits are
  * uepoll's, which give any fd that is not an instance (a kernel epoll made
  * before the layer was ready, a socket) the kernel's own answer.
@@ -54,7 +54,8 @@ static int epoll__create(int flags)
 {
 	unsigned int uflags = (policy.nospin ? UEPOLL_NOSPIN : 0) |
 			      (policy.fifo ? UEPOLL_WAKE_FIFO : 0) |
-			      (policy.nopoll ? UEPOLL_NOPOLL : 0);
+			      (policy.nopoll ? UEPOLL_NOPOLL : 0) |
+			      (policy.spin_kernel ? UEPOLL_SPIN_KERNEL : 0);
 	int e = errno;
 	int fd = uflags ? uepoll_create2(flags, uflags) : uepoll_create1(flags);
 

@@ -13,7 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 "$run" --help >"$tmp/help" || fail "--help status"
-for o in --roundrobin --min-wait-us --coalesce --nospin --fifo --stats; do
+for o in --roundrobin --min-wait-us --coalesce --nospin --spin-us --fifo --stats; do
 	grep -q -- "$o" "$tmp/help" || fail "--help does not list $o"
 done
 "$run" -- sh -c 'exit 7'
@@ -23,13 +23,14 @@ done
 "$run" 2>/dev/null
 [ $? -eq 2 ] || fail "no CMD: not 2"
 "$run" --bogus -- true 2>/dev/null && fail "unknown option accepted"
+"$run" --spin-us 5x -- true 2>/dev/null && fail "bad --spin-us accepted"
 "$run" -- /nonexistent/cmd 2>/dev/null
 [ $? -eq 127 ] || fail "missing command: not 127"
 # The options reach the program's environment.
-"$run" --roundrobin --min-wait-us 5 --coalesce 100,4 --nospin --fifo -- \
-	sh -c 'echo $UEPOLL_ROUNDROBIN $UEPOLL_MIN_WAIT_US $UEPOLL_EVENTFD_COALESCE $UEPOLL_NOSPIN $UEPOLL_WAKE_FIFO; case $LD_PRELOAD in */libuepoll-preload.so*) echo preload;; esac' \
+"$run" --roundrobin --min-wait-us 5 --coalesce 100,4 --nospin --fifo --spin-us 30 -- \
+	sh -c 'echo $UEPOLL_ROUNDROBIN $UEPOLL_MIN_WAIT_US $UEPOLL_EVENTFD_COALESCE $UEPOLL_NOSPIN $UEPOLL_WAKE_FIFO $UEPOLL_SPIN_US; case $LD_PRELOAD in */libuepoll-preload.so*) echo preload;; esac' \
 	>"$tmp/env"
-[ "$(cat "$tmp/env")" = "1 5 100,4 1 1
+[ "$(cat "$tmp/env")" = "1 5 100,4 1 1 30
 preload" ] || fail "environment: $(cat "$tmp/env")"
 
 printf 'int main(void) { return 5; }\n' >"$tmp/s.c"
