@@ -164,7 +164,8 @@ struct scenario {
 };
 
 extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
-	sc_pubsub, sc_xpubsub, sc_accept, sc_minwait, sc_fork, sc_nested;
+	sc_pubsub, sc_xpubsub, sc_accept, sc_minwait, sc_fork, sc_nested,
+	sc_sockpp;
 /* Real programs (the "real" group): sc_real_*.c. */
 extern const struct scenario sc_real_nginx, sc_real_nginx_rate,
 	sc_real_redis, sc_real_memcached, sc_real_node, sc_real_seed004;

@@ -16,7 +16,7 @@
 
 /* The scenario table: adding a scenario is one line here. */
 static const struct scenario *const scenarios[] = {
-	&sc_herd, &sc_oneshot_mt, &sc_loop, &sc_pingpong, &sc_pubsub,
+	&sc_herd, &sc_oneshot_mt, &sc_loop, &sc_pingpong, &sc_sockpp, &sc_pubsub,
 	&sc_xpubsub, &sc_accept, &sc_minwait, &sc_fork, &sc_nested,
 	/* The "real" group: unmodified programs, native vs uepoll-run. */
 	&sc_real_nginx, &sc_real_nginx_rate, &sc_real_redis,
