@@ -232,8 +232,8 @@ pid_t real_start(const struct bcase *c, const char *const *argv,
 			av[n++] = "--coalesce";
 			av[n++] = REAL_COALESCE_SPEC;
 		}
-		if (c->flags == REAL_NOPOLL)
-			av[n++] = "--nopoll";
+		if (c->flags == REAL_EXACT)
+			av[n++] = "--exact";
 		if (c->flags == REAL_COALESCE_5MS) {
 			av[n++] = "--coalesce";
 			av[n++] = "5000";

@@ -22,7 +22,7 @@ enum real_pol {
 	REAL_RR,         /* uepoll-run --roundrobin */
 	REAL_MINWAIT,    /* uepoll-run --min-wait-us REAL_MINWAIT_US */
 	REAL_COALESCE,   /* uepoll-run --coalesce REAL_COALESCE_SPEC */
-	REAL_NOPOLL,     /* uepoll-run --nopoll */
+	REAL_EXACT,      /* uepoll-run --exact (the default: NOPOLL) */
 	REAL_COALESCE_5MS, /* uepoll-run --coalesce 5000, proposal 004's */
 };
 

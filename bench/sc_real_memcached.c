@@ -46,7 +46,7 @@ static int mc_cases(struct bcase *out, int max)
 	real_case(&out[1], "short-conns", "", REAL_OFF, mc_progs);
 	real_case(&out[2], "short-conns minwait" REAL_MINWAIT_US,
 		  "short-conns", REAL_MINWAIT, mc_progs);
-	real_case(&out[3], "short-conns nopoll", "short-conns", REAL_NOPOLL,
+	real_case(&out[3], "short-conns exact", "short-conns", REAL_EXACT,
 		  mc_progs);
 	return 4;
 }

@@ -5,12 +5,13 @@
  * other loop idle): preload/bench/node_workers.js keeps `window` messages
  * in flight between the main thread and each of `workers` workers for
  * duration_ms.  window=1 is a ping-pong (every message wakes a sleeping
- * loop), window=64 a stream.  Natively, under uepoll-run with the policies
- * off, with eventfd coalescing (--coalesce 50: a sleeper is woken at
- * most once per 50 us however many writes land), and with --nopoll (eventfds
- * and instances without exact readiness until something polls them: no
- * system call per message while the other loop is awake, a futex sleep for
- * a loop whose instance holds only eventfds).
+ * loop), window=64 a stream.  Natively, under uepoll-run with no option
+ * (its default since issue 35: eventfds and instances without exact
+ * readiness until something polls them, NOPOLL: no system call per message
+ * while the other loop is awake, a futex sleep for a loop whose instance
+ * holds only eventfds), with eventfd coalescing (--coalesce 50: a sleeper
+ * is woken at most once per 50 us however many writes land), and with
+ * --exact (every fd exact from its creation, the default before).
  * Metrics: ops_per_s = messages answered per second, cpu_us_per_op and
  * ctx_per_op of the whole Node.js process, as the script measures them
  * (process.cpuUsage, process.resourceUsage) around the exchange.
@@ -50,8 +51,8 @@ static int nd_cases(struct bcase *out, int max)
 		snprintf(v, sizeof(v), "%s coalesce" REAL_COALESCE_SPEC,
 			 shape[i]);
 		real_case(&out[n++], v, shape[i], REAL_COALESCE, nd_progs);
-		snprintf(v, sizeof(v), "%s nopoll", shape[i]);
-		real_case(&out[n++], v, shape[i], REAL_NOPOLL, nd_progs);
+		snprintf(v, sizeof(v), "%s exact", shape[i]);
+		real_case(&out[n++], v, shape[i], REAL_EXACT, nd_progs);
 	}
 	/* The script is the bench's own (preload/bench/): not a program. */
 	for (int i = 0; i < n; i++)

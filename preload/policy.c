@@ -25,7 +25,10 @@ void policy_load(void)
 	policy.fifo = c.fifo;
 	policy.stats = c.stats;
 	policy.min_wait_us = c.min_wait_us;
-	policy.nopoll = c.nopoll;
+	/* Fast by default (issue 35): every object the layer makes is NOPOLL,
+	 * exact from the moment a path outside uepoll's calls could look at
+	 * it (wrap_poll.c); UEPOLL_EXACT=1 keeps them exact from creation. */
+	policy.nopoll = !c.exact;
 	policy.no_iouring = c.no_iouring;
 	/* The library bounds the spin by the same variable (spin.c); "block
 	 * at once" wins over it, as uepoll_create2 refuses both. */

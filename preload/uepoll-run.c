@@ -22,7 +22,8 @@ static void run__usage(FILE *f)
 	fputs("usage: uepoll-run [OPTIONS] [--] CMD [ARGS...]\n"
 	      "Run CMD with every epoll instance and eventfd on uepoll\n"
 	      "(LD_PRELOAD=libuepoll-preload.so).  Options (each sets the\n"
-	      "environment variable named; all off: the kernel's behaviour):\n"
+	      "environment variable named; all off: the kernel's behaviour,\n"
+	      "at uepoll's speed):\n"
 	      "  --roundrobin       UEPOLL_ROUNDROBIN=1: EPOLLEXCLUSIVE\n"
 	      "                     registrations wake instances in turn\n"
 	      "  --min-wait-us N    UEPOLL_MIN_WAIT_US=N: every instance's\n"
@@ -35,8 +36,11 @@ static void run__usage(FILE *f)
 	      "                     to N us first (adaptive; burns CPU meanwhile)\n"
 	      "  --fifo             UEPOLL_WAKE_FIFO=1: the longest-waiting\n"
 	      "                     thread of an instance takes a wakeup\n"
-	      "  --nopoll           UEPOLL_NOPOLL=1: fds kept exact only once\n"
-	      "                     poll(), select() or a kernel epoll look\n"
+	      "  --exact            UEPOLL_EXACT=1: every fd's readiness exact\n"
+	      "                     from its creation (by default it is made\n"
+	      "                     exact once poll(), select() or a kernel\n"
+	      "                     epoll first look; --nopoll, UEPOLL_NOPOLL=1,\n"
+	      "                     the default, is accepted)\n"
 	      "  --no-io-uring      UEPOLL_NO_IOURING=1: io_uring_setup through\n"
 	      "                     syscall() fails with ENOSYS, instead of\n"
 	      "                     ending the acceleration for the process\n"
@@ -173,6 +177,8 @@ int main(int argc, char *argv[])
 			run__set("UEPOLL_NOSPIN", "1");
 		} else if (!strcmp(o, "--nopoll")) {
 			run__set("UEPOLL_NOPOLL", "1");
+		} else if (!strcmp(o, "--exact")) {
+			run__set("UEPOLL_EXACT", "1");
 		} else if (!strcmp(o, "--no-io-uring")) {
 			run__set("UEPOLL_NO_IOURING", "1");
 		} else if (!strcmp(o, "--fifo")) {

@@ -36,6 +36,7 @@ enum {
 	CONFIG__NO_IOURING = 1 << 5,
 	CONFIG__FORK_INSTANCES = 1 << 6,
 	CONFIG__FORK_EVENTFDS = 1 << 7,
+	CONFIG__EXACT = 1 << 8,
 };
 
 static struct {
@@ -92,6 +93,7 @@ static void config__read(void)
 	f |= config__flag("UEPOLL_WAKE_FIFO") ? CONFIG__FIFO : 0;
 	f |= config__flag("UEPOLL_STATS") ? CONFIG__STATS : 0;
 	f |= config__flag("UEPOLL_NOPOLL") ? CONFIG__NOPOLL : 0;
+	f |= config__flag("UEPOLL_EXACT") ? CONFIG__EXACT : 0;
 	f |= config__flag("UEPOLL_NO_IOURING") ? CONFIG__NO_IOURING : 0;
 	f |= config__flag("UEPOLL_FORK_DEMOTE_INSTANCES")
 		     ? CONFIG__FORK_INSTANCES
@@ -143,6 +145,7 @@ struct config config_get(void)
 		.fifo = f & CONFIG__FIFO,
 		.stats = f & CONFIG__STATS,
 		.nopoll = f & CONFIG__NOPOLL,
+		.exact = f & CONFIG__EXACT,
 		.no_iouring = f & CONFIG__NO_IOURING,
 		.min_wait_us = atomic_load_explicit(&config__v.min_wait_us,
 						    memory_order_relaxed),

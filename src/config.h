@@ -23,7 +23,8 @@ struct config {
 	bool nospin;	      /* UEPOLL_NOSPIN=1 */
 	bool fifo;	      /* UEPOLL_WAKE_FIFO=1 */
 	bool stats;	      /* UEPOLL_STATS=1 */
-	bool nopoll;	      /* UEPOLL_NOPOLL=1 */
+	bool nopoll;	      /* UEPOLL_NOPOLL=1 (the default: a no-op) */
+	bool exact;	      /* UEPOLL_EXACT=1: no NOPOLL (wins) */
 	bool no_iouring;      /* UEPOLL_NO_IOURING=1 */
 	uint32_t min_wait_us; /* UEPOLL_MIN_WAIT_US=N */
 };
