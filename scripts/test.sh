@@ -11,7 +11,7 @@
 # runs one build only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk valgrind
+scripts/deps.sh build-essential cmake pkg-config clang libclang-rt-14-dev spin liburcu-dev wrk valgrind strace
 # The real programs: the preload's server tests and bench_quick's real group
 # (skipped, not failed, where they are missing).
 scripts/deps.sh nginx-light curl redis-server redis-tools memcached nodejs nghttp2-client ||

@@ -22,7 +22,7 @@ static const char *const all[] = {
 	"UEPOLL_WAKE_FIFO", "UEPOLL_STATS",
 	"UEPOLL_NOPOLL", "UEPOLL_NO_IOURING",
 	"UEPOLL_FORK_DEMOTE_INSTANCES", "UEPOLL_FORK_DEMOTE_EVENTFDS",
-	"UEPOLL_SPIN_NS", "UEPOLL_MIN_WAIT_US",
+	"UEPOLL_EXACT", "UEPOLL_SPIN_NS", "UEPOLL_MIN_WAIT_US",
 	"UEPOLL_EVENTFD_COALESCE",
 };
 
@@ -41,20 +41,20 @@ static struct config in_child(const char *name, const char *value)
  * exits with the number of switches that were wrong. */
 static void switches(const char *value, bool want)
 {
-	for (size_t i = 0; i < 8; i++) {
+	for (size_t i = 0; i < 9; i++) {
 		pid_t pid = fork();
 		int st;
 
 		REQUIRE(pid >= 0);
 		if (pid == 0) {
 			struct config c = in_child(all[i], value);
-			bool v[8] = { c.roundrobin, c.nospin, c.fifo, c.stats,
+			bool v[9] = { c.roundrobin, c.nospin, c.fifo, c.stats,
 				      c.nopoll, c.no_iouring,
 				      c.fork_demote_instances,
-				      c.fork_demote_eventfds };
+				      c.fork_demote_eventfds, c.exact };
 			int bad = 0;
 
-			for (size_t j = 0; j < 8; j++)
+			for (size_t j = 0; j < 9; j++)
 				bad += v[j] != (j == i && want);
 			_exit(bad);
 		}
