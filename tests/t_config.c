@@ -22,7 +22,7 @@ static const char *const all[] = {
 	"UEPOLL_WAKE_FIFO", "UEPOLL_STATS",
 	"UEPOLL_NOPOLL", "UEPOLL_NO_IOURING",
 	"UEPOLL_FORK_DEMOTE_INSTANCES", "UEPOLL_FORK_DEMOTE_EVENTFDS",
-	"UEPOLL_EXACT", "UEPOLL_SPIN_NS", "UEPOLL_MIN_WAIT_US",
+	"UEPOLL_EXACT", "UEPOLL_SPIN_NS", "UEPOLL_SPIN_US", "UEPOLL_MIN_WAIT_US",
 	"UEPOLL_EVENTFD_COALESCE",
 };
 
@@ -90,6 +90,22 @@ static void numbers(const char *name, const char *value, int64_t spin,
 	}
 }
 
+/* UEPOLL_SPIN_US=value read as want (-1: not set or not a number). */
+static void spin_us(const char *value, int64_t want)
+{
+	pid_t pid = fork();
+	int st;
+
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(in_child("UEPOLL_SPIN_US", value).spin_us != want);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		fprintf(stderr, "UEPOLL_SPIN_US=\"%s\": read wrong\n", value);
+		t_failures++;
+	}
+}
+
 static void once(void)
 {
 	pid_t pid = fork();
@@ -130,6 +146,9 @@ int main(void)
 	numbers("UEPOLL_SPIN_NS", "", -1, 0, 0, 0);
 	numbers("UEPOLL_SPIN_NS", "99999999999999999999", -1, 0, 0, 0);
 	numbers("UEPOLL_MIN_WAIT_US", "250", -1, 250, 0, 0);
+	spin_us("0", 0);
+	spin_us("75", 75);
+	spin_us("7us", -1);
 	numbers("UEPOLL_MIN_WAIT_US", "4294967295", -1, UINT32_MAX, 0, 0);
 	numbers("UEPOLL_MIN_WAIT_US", "4294967296", -1, 0, 0, 0);
 	numbers("UEPOLL_MIN_WAIT_US", "12x", -1, 0, 0, 0);
