@@ -30,6 +30,9 @@ struct spin {
 	/* Polls between two looks at the clock: many when a poll is a load,
 	 * one when it is a system call (KERNEL SPIN).  Set once. */
 	uint32_t polls;
+	/* A hit during which the thread was preempted counts as a miss
+	 * (KERNEL SPIN, PREEMPTED in spin.c).  Set once. */
+	bool preempt_miss;
 };
 
 /* off: never spin (UEPOLL_NOSPIN); else the process's UEPOLL_SPIN_NS. */
@@ -60,6 +63,14 @@ static inline bool spin_was_deferred(struct spin *s)
 static inline bool spin_off(struct spin *s)
 {
 	return !s->max || atomic_load_explicit(&s->deferred, memory_order_relaxed);
+}
+
+/* The next spin has a budget (it is not one of the probes of an instance
+ * whose spins stopped): a hint, relaxed. */
+static inline bool spin_armed(struct spin *s)
+{
+	return !spin_off(s) &&
+	       atomic_load_explicit(&s->budget, memory_order_relaxed) > 0;
 }
 
 /*

@@ -900,6 +900,15 @@ void sys_yield(void)
 	sys__libc.syscall(SYS_sched_yield);
 }
 
+long sys_preempted(void)
+{
+	struct rusage ru;
+
+	if (sys__libc.syscall(SYS_getrusage, RUSAGE_THREAD, &ru) < 0)
+		return -1;
+	return ru.ru_nivcsw;
+}
+
 uint64_t sys_now_ns(void)
 {
 	struct timespec ts;

@@ -160,6 +160,10 @@ void sys_fork_child(void);
  * (libc.so.6 not found: a static executable; nothing changed). */
 int sys_bind_libc(void);
 uint64_t sys_now_ns(void);
+/* The calling thread's involuntary context switches so far (getrusage's
+ * RUSAGE_THREAD ru_nivcsw), or -1: KERNEL SPIN's look at whether a spin
+ * was preempted (spin.c). */
+long sys_preempted(void);
 /* The time from now to deadline (CLOCK_MONOTONIC ns), 0 once it passed. */
 void sys_time_left(int64_t deadline, struct timespec *ts);
 

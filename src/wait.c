@@ -444,15 +444,17 @@ static bool wait__sleep(struct port *p, struct epoll_event *evs, int max,
  * exception is an instance that has userspace sources and may spin: its
  * spin must not hold back kernel events that are ready already, so it
  * polls the kernel first as before (two calls when it then sleeps).  A
- * zero-timeout wait makes its one poll either way.  A kernel spin (KERNEL
- * SPIN in spin.c) holds nothing back either: its first poll sees what is
- * ready already, and the collect after it takes it.
+ * zero-timeout wait makes its one poll either way.  So does an instance
+ * whose kernel spin (KERNEL SPIN in spin.c) has a budget: what is ready
+ * already costs it the one call, as the kernel's wait, not a spin's poll
+ * and a collect after it (a peer on the same CPU answers while the waiter
+ * is preempted: sockpp same-cpu); only what is not yet ready is spun for.
  */
 static bool wait__direct(struct port *p, int64_t deadline)
 {
 	if (deadline == 0 ||
 	    bell_kernel(&p->bell, BELL_K_NONE, 0) ||
-	    !rq_empty(&p->rq))
+	    !rq_empty(&p->rq) || spin_armed(&p->kspin))
 		return false;
 	return atomic_load_explicit(&p->nuser, memory_order_relaxed) <= 0 ||
 	       spin_off(&p->spin);
