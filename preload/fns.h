@@ -134,4 +134,23 @@
 	  (int, fd_set *, fd_set *, fd_set *, const struct timespec *,        \
 	   const sigset_t *))
 
+/*
+ * PRELOAD_ALIASES(A) calls A(alias, name) for each other public name glibc
+ * exports for a wrapped function (GLIBC_2.2.5, `nm -D libc.so.6`): a
+ * program or library that calls it by that name must reach the wrapper
+ * too.  Missed, `__poll` of a NOPOLL object looked at its stale kernel fd
+ * (an emptied eventfd read ready, a ready instance did not: a lost wakeup;
+ * helper-37's F1), and `__close` left the object on a number the kernel
+ * then gave to another file.  Each is defined beside its name's wrapper
+ * (PRELOAD_ALIAS in preload.h), the same function.
+ */
+#define PRELOAD_ALIASES(A)                                                    \
+	A(__read, read)                                                       \
+	A(__write, write)                                                     \
+	A(__close, close)                                                     \
+	A(__dup2, dup2)                                                       \
+	A(__fcntl, fcntl)                                                     \
+	A(__poll, poll)                                                       \
+	A(__select, select)
+
 #endif

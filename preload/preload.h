@@ -32,6 +32,13 @@
 
 /* A wrapper: exported from the .so (everything else is hidden). */
 #define PRELOAD_WRAP __attribute__((visibility("default")))
+/* An exported alias of a wrapper (PRELOAD_ALIASES in fns.h), after its
+ * definition in the same file: the same address under a second global
+ * name, made by the assembler (glibc's headers already declare some of
+ * these names, with attributes a C alias declaration would clash with). */
+#define PRELOAD_ALIAS(alias, name)                                            \
+	__asm__(".globl " #alias "\n\t.type " #alias ", @function\n\t.set " \
+		#alias ", " #name)
 
 /* ---- init.c ------------------------------------------------------------ */
 
@@ -221,7 +228,7 @@ void fd_table_split(void);
 
 /* ---- wrap_aio.c, wrap_limit.c: syscall(2)'s routes to them -------------- */
 
-void aio_demote_resfds(long nr, void *const *iocbs);
+void aio_demote_named(long nr, void *const *iocbs);
 long aio_uring_setup(long entries, long params);
 long limit_syscall(long nr, long pid, long res, const long *a);
 

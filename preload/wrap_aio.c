@@ -6,6 +6,11 @@
  * Kernel AIO signals a completion by adding 1 to the eventfd an iocb names
  * with IOCB_FLAG_RESFD, in the kernel, where a ueventfd's counter is not:
  * each such eventfd is demoted before the submission (LTP's eventfd06).
+ * An iocb whose aio_fildes is one of our objects makes the kernel act on
+ * that fd itself (IOCB_CMD_POLL looks at its readiness, which a NOPOLL
+ * object does not keep exact; PREAD/PWRITE reach the kernel eventfd, not
+ * the counter): the object is demoted before the submission too (the
+ * kernel's answer, exactly; helper-37's F3).
  * libaio's io_submit is wrapped, and so is syscall(SYS_io_submit)
  * (wrap_syscall.c).  The iocbs are read with preload_peek, so that a bad
  * pointer is the kernel's EFAULT afterwards and never a fault here.
@@ -31,7 +36,7 @@
 
 #include "preload.h"
 
-void aio_demote_resfds(long nr, void *const *iocbs)
+void aio_demote_named(long nr, void *const *iocbs)
 {
 	int e = errno;
 
@@ -48,6 +53,9 @@ void aio_demote_resfds(long nr, void *const *iocbs)
 		    preload_is_eventfd((int)cb.aio_resfd) &&
 		    uepoll_demote((int)cb.aio_resfd) == 0)
 			stats_add(STAT_DEMOTES);
+		if (preload_is_object((int)cb.aio_fildes) &&
+		    uepoll_demote((int)cb.aio_fildes) == 0)
+			stats_add(STAT_DEMOTES);
 	}
 	errno = e;
 }
@@ -60,7 +68,7 @@ PRELOAD_WRAP int io_submit(unsigned long ctx, long nr, void **iocbs)
 {
 	long r;
 
-	aio_demote_resfds(nr, iocbs);
+	aio_demote_named(nr, iocbs);
 	if (REAL(io_submit))
 		return REAL(io_submit)(ctx, nr, iocbs);
 	r = real_syscall_raw(SYS_io_submit, (long)ctx, nr, (long)iocbs, 0, 0,

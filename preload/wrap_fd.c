@@ -77,6 +77,7 @@ PRELOAD_WRAP int close(int fd)
 	}
 	return fd_close(fd);
 }
+PRELOAD_ALIAS(__close, close);
 
 /* What was published in a range before the kernel closes it (RACE). */
 struct fd__snap {
@@ -386,6 +387,7 @@ PRELOAD_WRAP int dup2(int oldfd, int newfd)
 		return REAL(dup2)(oldfd, newfd);
 	return fd_dup3(oldfd, newfd, 0, true);
 }
+PRELOAD_ALIAS(__dup2, dup2);
 
 PRELOAD_WRAP int dup3(int oldfd, int newfd, int flags)
 {
@@ -428,6 +430,7 @@ PRELOAD_WRAP int fcntl(int fd, int cmd, ...)
 	va_end(ap);
 	return fd__fcntl(REAL(fcntl), fd, cmd, arg);
 }
+PRELOAD_ALIAS(__fcntl, fcntl);
 
 PRELOAD_WRAP int fcntl64(int fd, int cmd, ...)
 {

@@ -53,6 +53,7 @@ PRELOAD_WRAP ssize_t read(int fd, void *buf, size_t count)
 	e = errno;
 	return preload_keep_errno(e, uepoll_read(fd, buf, count));
 }
+PRELOAD_ALIAS(__read, read);
 
 PRELOAD_WRAP ssize_t write(int fd, const void *buf, size_t count)
 {
@@ -70,6 +71,7 @@ PRELOAD_WRAP ssize_t write(int fd, const void *buf, size_t count)
 	e = errno;
 	return preload_keep_errno(e, uepoll_write(fd, buf, count));
 }
+PRELOAD_ALIAS(__write, write);
 
 /* _FORTIFY_SOURCE's read: the same, after its check of the buffer.  (Its
  * prototype is in no header unless fortification is on.) */

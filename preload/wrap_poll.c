@@ -185,6 +185,7 @@ PRELOAD_WRAP int poll(struct pollfd *pfd, nfds_t n, int timeout)
 {
 	POLL__CALL(REAL(poll), pfd, n, timeout, 0);
 }
+PRELOAD_ALIAS(__poll, poll);
 
 PRELOAD_WRAP int __poll_chk(struct pollfd *pfd, nfds_t n, int timeout,
 			    size_t len)
@@ -217,6 +218,7 @@ PRELOAD_WRAP int select(int nfds, fd_set *r, fd_set *w, fd_set *x,
 	}
 	return REAL(select)(nfds, r, w, x, timeout);
 }
+PRELOAD_ALIAS(__select, select);
 
 PRELOAD_WRAP int pselect(int nfds, fd_set *r, fd_set *w, fd_set *x,
 			 const struct timespec *timeout, const sigset_t *mask)

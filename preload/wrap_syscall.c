@@ -127,7 +127,7 @@
 	X(execve, 1, execve(P(0), P(1), P(2)))                                \
 	X(execveat, 1, execveat(I(0), P(1), P(2), P(3), I(4)))                \
 	/* (io_submit's own answer is the system call's: -1 and errno.) */    \
-	X(io_submit, 1, (aio_demote_resfds(A(1), P(2)), SYSCALL__LIBC))       \
+	X(io_submit, 1, (aio_demote_named(A(1), P(2)), SYSCALL__LIBC))       \
 	X(io_uring_setup, 1, aio_uring_setup(A(0), A(1)))                     \
 	X(getrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \
 	X(setrlimit, 1, limit_syscall(nr, 0, A(0), a))                        \

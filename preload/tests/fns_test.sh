@@ -1,6 +1,6 @@
 #!/bin/sh
 # fns_test.sh FNS_H PRELOAD_SO: the names libuepoll-preload.so exports are
-# exactly THE LIST in preload/fns.h (PRELOAD_LIBC) and the execl family
+# exactly THE LIST in preload/fns.h (PRELOAD_LIBC, PRELOAD_ALIASES) and the execl family
 # (wrappers of wrappers, with no libc definition of their own to look up):
 # a name added to one and not the other fails here.
 set -eu
@@ -9,6 +9,8 @@ tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 {
 	sed -n 's/^[[:space:]]*X([^,]*,[[:space:]]*\([A-Za-z0-9_]*\),.*/\1/p' "$fns"
+	# PRELOAD_ALIASES: A(alias, name)
+	sed -n 's/^[[:space:]]*A(\([A-Za-z0-9_]*\),.*/\1/p' "$fns"
 	printf '%s\n' execl execlp execle
 } | sort -u >"$tmp/list"
 nm -D --defined-only "$so" | awk '$2 ~ /^[TtWi]$/ { print $3 }' |

@@ -24,6 +24,10 @@
  *             before and after it behave as the kernel's
  *   aio       a kernel AIO completion signalled on an eventfd (RESFD)
  *             reaches its counter and the epoll that watches it
+ *   aiofd     kernel AIO whose fd is an object (IOCB_CMD_POLL, PREAD) acts
+ *             on it as on the kernel's (helper-37's F3)
+ *   aliases   glibc's exported aliases (__poll, __select, __read, __write,
+ *             __dup2, __fcntl, __close) reach the wrappers (F1)
  *   pollep    poll()/select() of an instance's fd: ready exactly when a
  *             wait would return an event
  *   unshare   a thread with an fd table of its own closes the objects
@@ -635,6 +639,130 @@ static void run_aio(void)
 	syscall(SYS_io_destroy, ctx);
 	close(f);
 	close(ep);
+	close(e);
+}
+
+/* glibc's exported aliases (__poll, __select, __read, __write, __dup2,
+ * __fcntl, __close; PRELOAD_ALIASES in preload/fns.h) reach the same
+ * wrappers: a look through __poll or __select at an emptied eventfd and at
+ * a ready instance sees what poll() sees (under the NOPOLL default, before
+ * the fix, the stale kernel fd: 1 and 0), and __close frees the number of
+ * an object for good (the pipe that takes it is read as a pipe). */
+int __poll(struct pollfd *, nfds_t, int);
+int __select(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+ssize_t __read(int, void *, size_t);
+ssize_t __write(int, const void *, size_t);
+int __dup2(int, int);
+int __fcntl(int, int, ...);
+int __close(int);
+
+static void run_aliases(void)
+{
+	int e = eventfd(0, EFD_NONBLOCK), f = eventfd(0, EFD_NONBLOCK);
+	int ep = epoll_create1(0), d, p[2];
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	struct pollfd pf = { .events = POLLIN };
+	struct timeval tv = { 0, 0 };
+	uint64_t v = 5;
+	fd_set r;
+	char c;
+
+	P_REQUIRE(e >= 0 && f >= 0 && ep >= 0);
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, f, &ev) == 0);
+	SHOW("aliases: __write", __write(e, &v, 8), 0);
+	SHOW("aliases: __read", __read(e, &v, 8), v);
+	pf.fd = e;
+	SHOW("aliases: __poll emptied", __poll(&pf, 1, 0), pf.revents);
+	FD_ZERO(&r);
+	FD_SET(e, &r);
+	SHOW("aliases: __select emptied", __select(e + 1, &r, NULL, NULL, &tv),
+	     FD_ISSET(e, &r));
+	v = 1;
+	P_REQUIRE(write(f, &v, 8) == 8);
+	pf.fd = ep;
+	SHOW("aliases: __poll ready instance", __poll(&pf, 1, 1000),
+	     pf.revents);
+	d = __dup2(e, 50);
+	v = 2;
+	SHOW("aliases: __dup2", d, write(e, &v, 8));
+	SHOW("aliases: read the dup", read(d, &v, 8), v);
+	d = __fcntl(e, F_DUPFD, 60);
+	v = 3;
+	SHOW("aliases: __fcntl F_DUPFD", d >= 60, write(e, &v, 8));
+	SHOW("aliases: read the dup", read(d, &v, 8), v);
+	close(d);
+	close(50);
+	SHOW("aliases: __close", __close(e), 0);
+	P_REQUIRE(pipe(p) == 0);
+	SHOW("aliases: the pipe took the number", p[0] == e, 0);
+	P_REQUIRE(write(p[1], "x", 1) == 1);
+	SHOW("aliases: read the pipe", read(p[0], &c, 1), c);
+	close(p[0]);
+	close(p[1]);
+	close(ep);
+	close(f);
+}
+
+/* Kernel AIO that names an object as its fd (IOCB_CMD_POLL of an emptied
+ * eventfd, of an instance whose eventfd is written after the submission
+ * and of one already ready; IOCB_CMD_PREAD of an eventfd) acts on it as
+ * on the kernel's: before the fix the default's NOPOLL objects left the
+ * poll of the eventfd complete and those of the instances pending (lost),
+ * and the read took the kernel's stand-in (1, not 5). */
+static void aio_one(const char *what, int fd, uint16_t op, void *buf,
+		    size_t n, int after)
+{
+	aio_context_t ctx = 0;
+	struct iocb cb, *cbs[1] = { &cb };
+	struct io_event done;
+	struct timespec t = { 1, 0 };
+	uint64_t v = 1;
+	long got;
+
+	if (syscall(SYS_io_setup, 1, &ctx) < 0)
+		P_SKIP("io_setup failed (no kernel AIO)");
+	memset(&cb, 0, sizeof(cb));
+	cb.aio_lio_opcode = op;
+	cb.aio_fildes = (uint32_t)fd;
+	cb.aio_buf = buf ? (uint64_t)(uintptr_t)buf : POLLIN;
+	cb.aio_nbytes = n;
+	SHOW(what, syscall(SYS_io_submit, ctx, 1, cbs), 0);
+	if (after >= 0)
+		P_REQUIRE(write(after, &v, 8) == 8);
+	got = syscall(SYS_io_getevents, ctx, 1, 1, &done, &t);
+	SHOW(what, got, got == 1 ? done.res : -1);
+	syscall(SYS_io_destroy, ctx);
+}
+
+static void run_aiofd(void)
+{
+	int e = eventfd(0, EFD_NONBLOCK), f = eventfd(0, EFD_NONBLOCK);
+	int g = eventfd(0, EFD_NONBLOCK), h = eventfd(0, EFD_NONBLOCK);
+	int ep = epoll_create1(0), ep2 = epoll_create1(0);
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 1 };
+	uint64_t v = 1;
+
+	P_REQUIRE(e >= 0 && f >= 0 && g >= 0 && h >= 0 && ep >= 0 &&
+		  ep2 >= 0);
+	P_REQUIRE(write(e, &v, 8) == 8 && read(e, &v, 8) == 8);
+	aio_one("aiofd: poll emptied eventfd", e, IOCB_CMD_POLL, NULL, 0, -1);
+	P_REQUIRE(epoll_ctl(ep, EPOLL_CTL_ADD, f, &ev) == 0);
+	aio_one("aiofd: poll instance, written after", ep, IOCB_CMD_POLL,
+		NULL, 0, f);
+	P_REQUIRE(epoll_ctl(ep2, EPOLL_CTL_ADD, g, &ev) == 0);
+	v = 1;
+	P_REQUIRE(write(g, &v, 8) == 8);
+	aio_one("aiofd: poll ready instance", ep2, IOCB_CMD_POLL, NULL, 0, -1);
+	v = 5;
+	P_REQUIRE(write(h, &v, 8) == 8);
+	v = 0;
+	aio_one("aiofd: pread eventfd", h, IOCB_CMD_PREAD, &v, 8, -1);
+	SHOW("aiofd: the value read", v, read(h, &v, 8));
+	close(ep2);
+	close(ep);
+	close(h);
+	close(g);
+	close(f);
 	close(e);
 }
 
@@ -1864,6 +1992,7 @@ int main(int argc, char **argv)
 		{ "forkadd", run_forkadd }, { "keyreuse", run_keyreuse },
 		{ "keyclose", run_keyclose }, { "scmet", run_scmet },
 		{ "keytwo", run_keytwo }, { "kheldlt", run_kheldlt },
+		{ "aliases", run_aliases }, { "aiofd", run_aiofd },
 	};
 
 	self = argv[0];
