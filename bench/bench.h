@@ -168,7 +168,8 @@ extern const struct scenario sc_herd, sc_oneshot_mt, sc_loop, sc_pingpong,
 	sc_sockpp;
 /* Real programs (the "real" group): sc_real_*.c. */
 extern const struct scenario sc_real_nginx, sc_real_nginx_rate,
-	sc_real_redis, sc_real_memcached, sc_real_node, sc_real_seed004;
+	sc_real_redis, sc_real_memcached, sc_real_node, sc_real_seed004,
+	sc_real_perf;
 
 /* ---- a client's text output (common.c): wrk's, redis-benchmark's... ---- */
 

@@ -20,7 +20,7 @@ static const struct scenario *const scenarios[] = {
 	&sc_xpubsub, &sc_accept, &sc_minwait, &sc_fork, &sc_nested,
 	/* The "real" group: unmodified programs, native vs uepoll-run. */
 	&sc_real_nginx, &sc_real_nginx_rate, &sc_real_redis,
-	&sc_real_memcached, &sc_real_node, &sc_real_seed004,
+	&sc_real_memcached, &sc_real_node, &sc_real_seed004, &sc_real_perf,
 };
 #define NSCEN (int)(sizeof(scenarios) / sizeof(scenarios[0]))
 
@@ -51,7 +51,7 @@ static void usage(FILE *f)
 	      "  --timeout S   watchdog limit per rep (default 120, quick 60)\n"
 	      "SCENARIO \"real\" is the group of real-* scenarios: unmodified "
 	      "programs\n"
-	      "(nginx, redis, memcached, Node.js) natively and under "
+	      "(nginx, redis, memcached, Node.js, perf bench) natively and under "
 	      "uepoll-run; a row\n"
 	      "whose programs are missing is SKIPPED.\n"
 	      "Exit status: 0 all correct, 1 a rep lost/duplicated events or "

@@ -69,7 +69,7 @@ fi
 # is skipped, so a partial install still runs.
 if (($# == 0)) && [[ ${SKIP_APT:-0} != 1 ]]; then
 	"$ROOT/scripts/deps.sh" nginx-light redis-server redis-tools memcached \
-		nodejs wrk nghttp2-client >&2 ||
+		nodejs wrk nghttp2-client linux-perf >&2 ||
 		log "some programs could not be installed: their rows are skipped"
 fi
 
