@@ -53,6 +53,24 @@
  * benchmark show that design, and no user needs it (docs/benchmarks.md has
  * the last side-by-side numbers).
  *
+ * COMPACT.  An item retired while queued waits in the queue for a harvest;
+ * an instance nobody waits on (perf bench epoll ctl: ADD, a MOD that finds
+ * the fd ready, DEL, in a loop) would keep every one of them, without
+ * bound, where the kernel's DEL takes its epitem off the ready list at
+ * once.  So rq_retire counts them (ndead) and, once there are at least
+ * RQ__COMPACT_MIN and as many as the live items the last compaction kept
+ * (nkept: the walk is then paid by the retires that filled it, O(1) each),
+ * unlinks the dead ones from the queue in place, under the consumer lock:
+ * it splices the shared queue behind the batch as a harvest does, then
+ * walks the batch, which only consumers change, but for the one link a
+ * producer may still store: the next of a node whose next is NULL and that
+ * is not the batch's tail (its enqueue exchanged the tail before our
+ * splice and has not linked yet).  The walk stops there; a node is
+ * unlinked only if its next is stored, or if it is the batch's tail
+ * (nobody links behind it: producers now link behind the shared queue's
+ * head).  The live items keep their order and their state (QUEUED), so
+ * producers see nothing; a round (ROUNDS) loses the dead items it counted.
+ *
  * LOCKING: q->lock is last in the order (LOCK ORDER in lock.h).  Producers
  * (rq_enqueue) never take it.
  */
@@ -66,6 +84,9 @@
 #include "uepoll.h"
 
 #define RQ__NOINLINE __attribute__((noinline))
+
+/* COMPACT: the fewest dead items a compaction walks for. */
+#define RQ__COMPACT_MIN 64
 
 /* --- raw queue operations (not instrumented by TSan: tsan.ignore) --- */
 
@@ -134,6 +155,42 @@ static RQ__NOINLINE struct cds_wfcq_node *rq__raw_next(struct readyq *q,
 	return __cds_wfcq_next_nonblocking(&q->txhead, &q->txtail, n);
 }
 
+/* COMPACT (above): unlink the batch's DEAD items, consumer lock held (after
+ * rq__raw_splice).  Returns how many were unlinked (given back); *kept: the
+ * live items walked. */
+static RQ__NOINLINE unsigned rq__raw_compact(struct readyq *q, unsigned *kept)
+{
+	struct cds_wfcq_node *prev = &q->txhead.node, *n, *next;
+	unsigned round = q->round_left, idx = 0, freed = 0;
+
+	*kept = 0;
+	for (n = CMM_LOAD_SHARED(prev->next); n; n = next, idx++) {
+		struct item *it = container_of(n, struct item, qnode);
+		bool tail = n == q->txtail.p;
+
+		next = CMM_LOAD_SHARED(n->next);
+		if (!next && !tail)
+			break; /* a producer's link not stored yet */
+		/* acquire: pairs with the enqueuer's CAS, as a harvest's. */
+		if (atomic_load_explicit(&it->state, memory_order_acquire) !=
+		    ITEM_DEAD) {
+			prev = n;
+			(*kept)++;
+			continue;
+		}
+		CMM_STORE_SHARED(prev->next, next);
+		if (tail)
+			q->txtail.p = prev;
+		if (idx < round)
+			q->round_left--;
+		/* A close may retire it from a signal handler (SIGNALS in
+		 * obj.c). */
+		obj_free_later(it);
+		freed++;
+	}
+	return freed;
+}
+
 /* A batch's hold list goes back behind the shared queue.  Splicing into the
  * shared queue is enqueue-like (an exchange of its tail): safe against
  * producers; the hold list is ours alone and fully linked. */
@@ -148,6 +205,8 @@ void rq_init(struct readyq *q)
 {
 	lock_init(&q->lock);
 	atomic_init(&q->txbusy, false);
+	q->ndead = 0;
+	q->nkept = 0;
 	rq__raw_init(&q->txhead, &q->txtail);
 	rq__raw_init(&q->whead, &q->wtail);
 }
@@ -167,6 +226,7 @@ void rq_destroy(struct readyq *q)
 			obj_free_later(it);
 	} while (!rq__raw_empty(&q->whead, &q->wtail) ||
 		 !rq__raw_empty(&q->txhead, &q->txtail));
+	q->ndead = 0;
 	lock_drop(&q->lock);
 }
 
@@ -213,6 +273,8 @@ void rq_fork_child(struct readyq *q, struct list *items)
 	    rq__raw_empty(&q->txhead, &q->txtail))
 		return;
 	q->round_left = 0;
+	q->ndead = 0;
+	q->nkept = 0;
 	rq__fork_free_dead(&q->txhead);
 	rq__fork_free_dead(&q->whead);
 	rq__raw_init(&q->txhead, &q->txtail);
@@ -258,9 +320,16 @@ bool rq_retire(struct readyq *q, struct item *it)
 	lock_take(&q->lock);
 	if (atomic_load(&it->state) == ITEM_QUEUED) {
 		/* A wait-free queue cannot unlink from the middle: the
-		 * harvest (or prune) that dequeues it frees it. */
+		 * harvest (or prune) that dequeues it frees it, or the walk
+		 * of a compaction (COMPACT). */
 		atomic_store(&it->state, ITEM_DEAD);
 		now = false;
+		if (++q->ndead >= RQ__COMPACT_MIN && q->ndead >= q->nkept) {
+			rq__raw_splice(q);
+			q->ndead -= rq__raw_compact(q, &q->nkept);
+			atomic_store(&q->txbusy,
+				     !rq__raw_empty(&q->txhead, &q->txtail));
+		}
 	}
 	lock_drop(&q->lock);
 	/* A close may retire it from a signal handler (SIGNALS in obj.c). */
@@ -362,6 +431,7 @@ static int rq__harvest(struct readyq *q, struct epoll_event *evs,
 		/* acquire: pairs with the enqueuer's CAS. */
 		if (atomic_load_explicit(&it->state, memory_order_acquire) ==
 		    ITEM_DEAD) {
+			q->ndead--;
 			free(it);
 			continue;
 		}
@@ -428,6 +498,7 @@ bool rq_prune(struct readyq *q)
 		    ITEM_DEAD) {
 			/* A close's revalidation may prune in a signal
 			 * handler (SIGNALS in obj.c). */
+			q->ndead--;
 			obj_free_later(it);
 			continue;
 		}

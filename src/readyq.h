@@ -36,6 +36,9 @@ struct readyq {
 	pthread_mutex_t lock;
 	/* Items left in the current round (ROUNDS, below). */
 	unsigned round_left;
+	/* Items retired while queued (DEAD) and not freed yet, and the live
+	 * ones the last compaction kept: COMPACT in readyq.c. */
+	unsigned ndead, nkept;
 	/* The consumers' private batch (leftovers of the last
 	 * harvest come first, as in the kernel), and whether it is non-empty
 	 * (seq_cst, read by rq_empty without the lock). */
@@ -70,7 +73,8 @@ bool rq_enqueue(struct readyq *q, struct item *it);
 void rq_update(struct readyq *q, struct item *it, uint32_t events,
 	       uint64_t data);
 /* The item is unlinked from its source: give it back now (obj_free_later),
- * or mark it so that the harvest that dequeues it frees it.  True if it
+ * or mark it so that the harvest that dequeues it frees it, or a
+ * compaction once enough are waiting (COMPACT in readyq.c).  True if it
  * was queued (its event not taken yet: a demotion hands that to the
  * kernel, UNPEND). */
 bool rq_retire(struct readyq *q, struct item *it);
