@@ -870,6 +870,15 @@ static void obj__looked_all(void)
  * the child's handler (one fork at a time: lock.c's fork mutex). */
 static sigset_t obj__fork_sigs;
 
+/* obj_fork_gen: written only by the child handler, while the child has
+ * one thread and its signals blocked (obj.h). */
+static unsigned obj__fork_gen;
+
+unsigned obj_fork_gen(void)
+{
+	return obj__fork_gen;
+}
+
 /* The fence (lock.c) first: one fork at a time, and no creation or
  * demotion in flight while the ueventfds are shared; then the gate keeps
  * every other thread out of the library's locks; then obj__lock, which a
@@ -928,6 +937,9 @@ static void obj__child(void)
 	struct uobj *o;
 
 	pthread_mutex_unlock(&obj__lock);
+	/* First: every object alive now is a copy from the parent (FORKED
+	 * in port.c reads it), and the repairs below may ask. */
+	obj__fork_gen++;
 	sys_fork_child();
 	shm_fork_done();
 	timer_fork_child();

@@ -261,6 +261,16 @@ void obj_free_later(void *p);
  * a ctl ADD; no lock of ours held). */
 void obj_reclaim(void);
 
+/* FORK: how many forks made this process from the first one, the
+ * process's fork generation: 0 in a process no fork made, the parent's
+ * plus one in a child (obj.c's child handler, before any other thread
+ * exists, so a plain load sees it: a thread created later, or a signal
+ * handler, runs after that store).  An object made before a fork tells
+ * that it is the child's copy by this number alone (FORKED in port.c),
+ * so a child need not write it into every object (a page written is a
+ * page copied). */
+unsigned obj_fork_gen(void);
+
 /* In a forked child: set *v to 0 unless it is 0 already (a page the child
  * only reads is not copied). */
 static inline void obj_fork_zero(_Atomic int *v)

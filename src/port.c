@@ -110,7 +110,7 @@ int port_create(int flags, unsigned int uflags)
 	atomic_init(&p->nfdrec, 0);
 	atomic_init(&p->rr_owed, 0);
 	atomic_init(&p->demote, PORT_LIVE);
-	p->forked = false;
+	p->fork_gen = obj_fork_gen();
 	atomic_init(&p->kheld, false);
 	batch_policy_init(&p->batch);
 	atomic_init(&p->bgen, 0);
@@ -507,8 +507,8 @@ static int port__ctl(struct port *p, int op, int fd, struct epoll_event *ev)
 	}
 	if (!src)
 		return port__ctl_kernel(p, op, fd, ev);
-	if ((p->forked ||
-	     (src->type == UOBJ_PORT && ((struct port *)src)->forked)) &&
+	if ((port_forked(p) ||
+	     (src->type == UOBJ_PORT && port_forked((struct port *)src))) &&
 	    (uefd_of(src) || op != EPOLL_CTL_DEL ||
 	     !krec_has_nest(p, (struct port *)src, fd)))
 		r = port__ctl_forked(p, op, fd, src, ev);
@@ -746,7 +746,7 @@ struct port__moved {
  */
 bool port_exec_keeps(struct port *p)
 {
-	return p->forked;
+	return port_forked(p);
 }
 
 void port_carry_begin(struct port *p, int file, struct port_carry *c)
@@ -981,7 +981,7 @@ int port_demote(struct port *p)
 	/* FORKED: the doorbell is the parent's too, which its waits need
 	 * for the items it makes from then on (a child's io_uring must not
 	 * stop them). */
-	if (!p->forked)
+	if (!port_forked(p))
 		(void)sys_epoll_ctl(p->obj.kfd, EPOLL_CTL_DEL,
 				    bell_fd(&p->bell), NULL);
 	lock_drop(&p->mtx);
@@ -1071,10 +1071,9 @@ static int port__fork_child(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
-	/* Each store only where the value is not already right: a page the
-	 * child only reads stays shared with the parent (no copy). */
-	if (!p->forked)
-		p->forked = true;
+	/* FORKED needs no store (port_forked); the repairs below store only
+	 * where a value is not already right: a page the child only reads
+	 * stays shared with the parent (no copy). */
 	bell_fork_child(&p->bell);
 	spin_fork_child(&p->spin);
 	spin_fork_child(&p->kspin);
@@ -1107,7 +1106,7 @@ static bool port__polled(struct uobj *o, uint32_t events)
 	 * good if the call makes the registration (port__polled_end).  Held
 	 * level-triggered, or polled, it needs only the doorbell's level,
 	 * which DOORBELL keeps (a stale ring at most: uepoll(7)). */
-	if (p->forked) /* FORKED: exact, and its doorbell the parent's */
+	if (port_forked(p)) /* FORKED: exact, and its doorbell the parent's */
 		return false;
 	/* Held level-triggered (UNSTALE), for good: whatever the kernel
 	 * answers, a look costs no more than a system call when an item
@@ -1130,7 +1129,7 @@ static void port__looked(struct uobj *o)
 {
 	struct port *p = (struct port *)o;
 
-	if (p->forked) /* FORKED: exact, and its doorbell the parent's */
+	if (port_forked(p)) /* FORKED: exact, and its doorbell the parent's */
 		return;
 	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_POLLED);
 }

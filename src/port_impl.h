@@ -39,10 +39,13 @@ struct port {
 	/* DEMOTE (port.c): PORT_LIVE, PORT_DEMOTING, PORT_DEMOTED; a futex
 	 * word (release/acquire: the demotion's changes before DEMOTED). */
 	_Atomic int demote;
-	/* This process got the instance from its parent by fork: its kernel
-	 * epoll is a file both share (FORKED in port.c).  Set in the child's
-	 * handler; read by an exec's demotion. */
-	bool forked;
+	/* The process's fork generation when the instance was made
+	 * (obj_fork_gen): another one now means this process got the
+	 * instance from its parent by fork, and its kernel epoll is a file
+	 * both share (FORKED in port.c, port_forked).  Written once, at the
+	 * creation (a fork waits for it: FENCE), so that a child writes
+	 * nothing here. */
+	unsigned fork_gen;
 	/* A kernel epoll holds it level-triggered (uepoll_ctl's ADD or MOD
 	 * into one): its fd is kept from reading ready for items that are
 	 * not (UNSTALE in bell.c), for good. */
@@ -85,6 +88,14 @@ static inline bool port_demoting(struct port *p)
 {
 	return atomic_load_explicit(&p->demote, memory_order_relaxed) !=
 	       PORT_LIVE;
+}
+
+/* FORKED (port.c): this process got the instance from its parent by
+ * fork.  A child's copy is one from before its fork, which the child
+ * tells by the generation alone (nothing to write in its handler). */
+static inline bool port_forked(const struct port *p)
+{
+	return p->fork_gen != obj_fork_gen();
 }
 
 /* flags: EPOLL_CLOEXEC; uflags: UEPOLL_WAKE_*, UEPOLL_NOSPIN,
