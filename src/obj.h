@@ -139,6 +139,14 @@ struct uobj_ops {
 	 * layer): make its readiness what a wait would find, as the kernel's
 	 * poll of an epoll drops what is not ready.  May be NULL. */
 	void (*looked)(struct uobj *o);
+	/* FORK: would `looked` change anything now?  Under obj__lock, with
+	 * no reference (the object is on the live list: its memory and
+	 * fields are whole): reads only, so that a fork's prepare writes
+	 * nothing to an object that has nothing to do (a page written after
+	 * a fork is copied, or faults back to writable: the parent's cost
+	 * per fork, docs/benchmarks.md, issue 35 item 4).  NULL: always,
+	 * when looked is set. */
+	bool (*look_due)(struct uobj *o);
 	/* DEMOTE: become, now, the kernel object the object stands for, with
 	 * its exact state, while other threads use it (uobj_demote).  0 or
 	 * -errno. */

@@ -1134,6 +1134,19 @@ static void port__looked(struct uobj *o)
 	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_POLLED);
 }
 
+/* FORK's filter for port__looked (obj.c): the look takes a stale ring
+ * (the doorbell rung) and drops queued items that are not ready; with the
+ * doorbell not rung and nothing queued it does nothing (bell_look's
+ * POLLED: the prune of an empty queue is false, the clear of a doorbell
+ * not rung returns).  Loads only: no reference, no lock (obj__lock held). */
+static bool port__look_due(struct uobj *o)
+{
+	struct port *p = (struct port *)o;
+
+	return !port_forked(p) &&
+	       (bell_rung(&p->bell) || !rq_empty(&p->rq));
+}
+
 static void port__polled_end(struct uobj *o, bool made)
 {
 	struct port *p = (struct port *)o;
@@ -1175,6 +1188,7 @@ const struct uobj_ops port_ops = {
 	.polled = port__polled,
 	.polled_end = port__polled_end,
 	.looked = port__looked,
+	.look_due = port__look_due,
 	.demote = port__demote_op,
 	.fate = port__fate,
 	.batch = port__batch_op,
