@@ -953,10 +953,10 @@ static void obj__child(void)
 	bool orphans = false;
 
 	pthread_mutex_unlock(&obj__lock);
-	/* First: every object alive now is a copy from the parent (FORKED
-	 * in port.c reads it), and the repairs below may ask. */
-	obj__fork_gen++;
 	sys_fork_child();
+	/* Before the repairs, which may ask: every object alive now is a
+	 * copy from the parent (FORKED in port.c reads it). */
+	obj__fork_gen++;
 	shm_fork_done();
 	timer_fork_child();
 	lock_fork_child();
