@@ -38,12 +38,17 @@
  * closed and released in the child, which closes their private fds there.
  * Last, the child starts its timer thread if the parent had one (timer.c),
  * so that its coalesced writes stay coalesced and no write has to start
- * it.  The child writes only where a value changes (obj_fork_zero), so the
- * pages of idle objects stay shared with the parent.  The parent pays the
- * fence and the gate (the spans and lock hold times of the threads in them
- * then); the child repairs every live object (docs/benchmarks.md, fork:
- * with 4000 objects a fork and the child's exit cost 1.0 ms, the kernel's
- * 0.37 ms).
+ * it.  The child writes only where a value changes (obj_fork_zero; an
+ * instance is FORKED by the process's generation, obj_fork_gen, not by a
+ * flag stored in it), so the pages of idle objects stay shared with the
+ * parent; the parent's prepare writes only to the instances whose look
+ * has something to do (obj__looked_all).  The parent pays the fence and
+ * the gate (the spans and lock hold times of the threads in them then)
+ * and walks every live object three times, reading (the share, the look,
+ * fork_prepare); the child reads every live object once (docs/
+ * benchmarks.md, issue 35 item 4: with 4000 objects a fork costs 2.7-2.8x
+ * the kernel's, the walks and the kernel's own copy of the library's fds
+ * and pages).
  * Instances are not demoted: the child has a copy of their userspace state
  * (FORKED in port.c).  UEPOLL_FORK_DEMOTE_INSTANCES=1 demotes them, so that
  * processes which share an instance made before the fork (both waiting on
