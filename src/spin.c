@@ -73,6 +73,15 @@
  * spin found.)  The ueventfd spin does not pay for it: its polls are
  * loads, and its probes already keep a same-CPU peer's cost low.
  *
+ * CUT.  A ueventfd spin the wait's deadline cuts short says nothing: its
+ * bound (10 us) is below almost any timeout.  A kernel spin's bound may
+ * be above the timeouts of the instance's waits (UEPOLL_SPIN_US up to 1 s
+ * against a 1 ms tick): scored as nothing, such spins would never shrink,
+ * and every wait would spin its whole timeout (helper-40: 62-71% of a CPU
+ * for an idle 1 ms loop, and no EINTR, since a handler that runs during a
+ * spin is one that ran before the call).  So a kernel spin cut with
+ * nothing found is a miss.
+ *
  * Memory ordering: none needed.  The fields are hints (relaxed); ready() is
  * the caller's own seq_cst look at its queue, and a thread that stops
  * spinning goes through the ordinary sleep protocol, which re-checks the
@@ -122,7 +131,7 @@ static void spin__init(struct spin *s, uint32_t max, uint32_t polls)
 {
 	s->max = max;
 	s->polls = polls;
-	s->preempt_miss = polls == 1;
+	s->kernel = polls == 1;
 	atomic_init(&s->budget, s->max);
 	atomic_init(&s->idle, 0);
 	atomic_init(&s->period, SPIN_PROBE);
@@ -176,7 +185,7 @@ bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 	}
 	/* PREEMPTED (above): two system calls a kernel spin, whose every poll
 	 * is one already. */
-	pre = s->preempt_miss ? sys_preempted() : -1;
+	pre = s->kernel ? sys_preempted() : -1;
 	now = sys_now_ns();
 	end = now + b;
 	if (deadline >= 0 && (uint64_t)deadline < end) {
@@ -206,8 +215,9 @@ bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 					      b > s->max / 2 ? s->max : 2 * b,
 					      memory_order_relaxed);
 		}
-	} else if (cut && !hit) {
-		/* A spin the deadline cut short says nothing. */
+	} else if (cut && !hit && !s->kernel) {
+		/* A spin the deadline cut short says nothing (CUT: but for a
+		 * kernel spin's). */
 	} else if (probe) {
 		uint32_t per = atomic_load_explicit(&s->period,
 						    memory_order_relaxed);

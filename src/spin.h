@@ -30,9 +30,10 @@ struct spin {
 	/* Polls between two looks at the clock: many when a poll is a load,
 	 * one when it is a system call (KERNEL SPIN).  Set once. */
 	uint32_t polls;
-	/* A hit during which the thread was preempted counts as a miss
-	 * (KERNEL SPIN, PREEMPTED in spin.c).  Set once. */
-	bool preempt_miss;
+	/* KERNEL SPIN (spin.c): a hit during which the thread was preempted
+	 * counts as a miss (PREEMPTED), and so does a spin the wait's
+	 * deadline cut with nothing found (CUT).  Set once. */
+	bool kernel;
 };
 
 /* off: never spin (UEPOLL_NOSPIN); else the process's UEPOLL_SPIN_NS. */
