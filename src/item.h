@@ -51,8 +51,9 @@ struct item {
 	_Atomic bool armed;
 	/* Counted in the source's wq->nout (registered with EPOLLOUT). */
 	_Atomic bool out;
-	/* The batch (rq_batch.gen) that last delivered it: a batching wait
-	 * never returns one registration twice.  rq->lock. */
+	/* The batch (rq_batch.gen) that last delivered it: a wait that
+	 * harvests several times (batching, or in rounds) never returns one
+	 * registration twice.  rq->lock. */
 	uint32_t batch;
 	/* User data: written by ctl with the queue's consumer lock held,
 	 * read by harvests under the same lock. */

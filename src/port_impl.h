@@ -65,7 +65,8 @@ struct port {
 	struct turn turn;
 	/* The batching policy (batch.c). */
 	struct batch_policy batch;
-	/* Generation of batching waits (rq_batch.gen). */
+	/* Generation of the waits' batches (rq_batch.gen: batching waits,
+	 * waits in rounds). */
 	_Atomic uint32_t bgen;
 
 	/* The wake protocol (bell.c): its signalers' line comes first. */

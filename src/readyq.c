@@ -30,7 +30,7 @@
  * so no producer can still touch it; a queued item is left to the harvest
  * that dequeues it (a wait-free queue cannot unlink from the middle).
  *
- * HOLD LISTS (rq_batch, a batching wait's).  A harvest of a batch may move a
+ * HOLD LISTS (rq_batch: a batching wait's, a wait's in rounds).  A harvest of a batch may move a
  * dequeued item to the batch's private hold list instead of delivering or
  * re-queueing it; the item stays QUEUED there, so the state machine above is
  * unchanged: producers find it queued and do nothing, rq_retire marks it
@@ -412,8 +412,9 @@ static int rq__harvest(struct readyq *q, struct epoll_event *evs,
 
 	lock_take(&q->lock);
 	/* The batch is what was queued when we started; level-triggered
-	 * re-queues go to the shared queue, behind it.  A wait splices once
-	 * (ROUNDS). */
+	 * re-queues go to the shared queue, behind it, or to b's hold list.
+	 * A wait splices once (ROUNDS: other threads may splice between its
+	 * harvests, hence b). */
 	if (!ps || !ps->started)
 		rq__raw_splice(q);
 	/* A new round: what the batch holds now (the walk is paid once per

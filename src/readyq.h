@@ -90,8 +90,9 @@ bool rq_empty(struct readyq *q);
 int rq_harvest(struct readyq *q, struct epoll_event *evs, int max);
 
 /*
- * A batching wait (wait.c, min-wait) harvests several times and must return
- * each registration at most once, as one kernel epoll_wait does.  Its
+ * A batching wait (wait.c, min-wait), and any wait of an instance in rounds
+ * (ROUNDS below), harvests several times and must return each
+ * registration at most once, as one kernel epoll_wait does.  Its
  * harvests mark what they deliver with gen (a mark only moves forward, so
  * an item delivered by batch g carries g or a later one) and, instead of re-queueing a
  * level-triggered item at the tail, keep it on the batch's hold list; an
@@ -120,12 +121,20 @@ void rq_batch_init(struct rq_batch *b, uint32_t gen);
  * the kernel rotates one list.  A round is the items queued when it began;
  * level-triggered items put back, and items queued since, wait for the
  * next one.  A wait's harvests in round mode share an rq_pass: they take
- * what is left of the round, and set round_end when it is used up; a
- * later harvest of the same wait begins the next round with what was
- * queued before the wait's first harvest (never what the wait itself put
- * back: one registration is returned once per wait, as by the kernel).
- * Without an rq_pass a harvest takes as many as max of what is queued.
- * b: a batching wait's (or NULL).
+ * what is left of the round, and set round_end when it is used up; only
+ * the first splices, and a later harvest of the same wait begins the next
+ * round with what the consumers' batch holds then.  That is not only what
+ * was queued before the wait's first harvest: another thread's splice (a
+ * waiter's first harvest, a prune, rq_any_ready, a compaction) may move
+ * the shared queue there between two harvests, with whatever this wait
+ * delivered and that is queued again (put back level-triggered, or a new
+ * edge).  So every harvest in round mode has an rq_batch (a plain wait's
+ * own, wait.c's wait__collect): what it puts back waits on the hold list,
+ * out of every queue, and what comes back by a new edge is held when met
+ * (one registration is returned once per wait, as by the kernel, whose
+ * transfer keeps ep->mtx until it ends).  Without an rq_pass a harvest
+ * takes as many as max of what is queued.  b: the wait's batch (NULL: a
+ * single harvest).
  */
 struct rq_pass {
 	bool started;	/* this wait has harvested (and made its snapshot) */

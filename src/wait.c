@@ -39,8 +39,9 @@
  * batch was full and the doorbell (or a stale record) took part of it, and
  * what it then gives again of the level-triggered events it returned first
  * is dropped (wait__dedup, by data: two registrations with the same data
- * count as one); a second round of the ready queue is made of what was
- * queued before the wait's first harvest (ROUNDS).  t_fairness compares
+ * count as one); the ready queue's rounds of one wait are one batch, which
+ * holds what it delivered until the wait is done (ROUNDS: another thread
+ * may splice what it put back into its next round).  t_fairness compares
  * every source's count and worst gap with the kernel's (1+1, 32+32, 4+4,
  * 1+7, 7+1, 3+5 sources; maxevents 1, 2, 4): equal.
  *
@@ -49,7 +50,8 @@
  * sleep: a sleeper's or a napper's count (bell_sleep, in bell.c), a doze
  * (wait__doze: the end of the doze), a batching wait's hold list
  * (wait__batch: rq_batch_end); a FIFO line's lead is turn.c's, the call's
- * reference api.c's.
+ * reference api.c's.  (A plain wait's hold list, in rounds, lives inside
+ * wait__collect, which has no cancellation point.)
  */
 #include <errno.h>
 #include <poll.h>
@@ -273,18 +275,33 @@ static int wait__kernel_turn(struct port *p, struct epoll_event *evs, int max,
 	return WAIT__GO;
 }
 
+static uint32_t wait__gen(struct port *p);
+
 /* Take what is ready now from both sides, without sleeping (FAIRNESS),
  * turn by turn until the slots are full or nothing more is ready for this
- * wait.  rb and kc: a batching wait's (NULL otherwise). */
+ * wait.  rb and kc: a batching wait's (NULL otherwise).  In rounds, a plain
+ * wait harvests as a batch of its own too (ROUNDS in readyq.h): its later
+ * rounds are made of what the batch holds then, where another thread's
+ * splice (a waiter's first harvest, a prune, a compaction) may have put a
+ * level-triggered item this wait delivered and put back; held instead, it
+ * goes back to the queue when the wait is done, as the kernel's transfer
+ * keeps a wait's items under ep->mtx until it ends.  (Nothing here sleeps
+ * or is a cancellation point: the batch ends below, however the collect
+ * ends.) */
 static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 			 struct rq_batch *rb, struct wait__kctx *kc)
 {
+	struct rq_batch own;
 	struct rq_pass ps;
 	int n = 0, r, kcalls = 0;
 	bool kmore = true;
 
 	if (bell_kernel(&p->bell, BELL_K_NONE, 0))
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
+	if (!rb) {
+		rq_batch_init(&own, wait__gen(p));
+		rb = &own;
+	}
 	/* A doorbell with nothing ready behind it would only take a slot of
 	 * the kernel's batch: clear it first (a system call, but this wait
 	 * makes one anyway).  Not for NOPOLL (bell_look): the kernel's turn
@@ -298,11 +315,16 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 		else
 			r = wait__kernel_turn(p, evs, max, kc, &n, &kcalls,
 					      &kmore);
-		if (r < 0)
-			return n ? n : r;
+		if (r < 0) {
+			if (!n)
+				n = r;
+			break;
+		}
 		if (r == WAIT__STOP)
 			break;
 	}
+	if (rb == &own)
+		rq_batch_end(&p->rq, &own);
 	return n;
 }
 
@@ -519,7 +541,8 @@ static struct timespec *wait__until(int64_t until, struct timespec *ts)
 	return ts;
 }
 
-/* A generation for a batching wait (rq_batch.gen), never 0. */
+/* A generation for a wait's batch (rq_batch.gen), never 0.  (Relaxed: a
+ * unique value is all it gives; rq->lock orders the marks made with it.) */
 static uint32_t wait__gen(struct port *p)
 {
 	uint32_t g;
