@@ -388,6 +388,19 @@ static bool rq__seen(const struct item *it, const struct rq_batch *b)
 		     (b->ndelivered > 0 && (int32_t)(it->batch - b->gen) > 0));
 }
 
+/* A batch made before a fork, in the child (rq_batch.fork_gen): its hold
+ * list's items are in the child's queue already (rq_fork_child), so the
+ * list is forgotten (a DEAD item on it is then not freed in the child).
+ * The batch is its wait's own: no lock needed for it. */
+static void rq__batch_forked(struct rq_batch *b)
+{
+	if (b->fork_gen == obj_fork_gen())
+		return;
+	b->fork_gen = obj_fork_gen();
+	b->nheld = 0;
+	rq__raw_init(&b->hhead, &b->htail);
+}
+
 /* The consumers' batch, counted up to the first link not stored yet. */
 static RQ__NOINLINE unsigned rq__raw_tx_len(struct readyq *q)
 {
@@ -411,6 +424,8 @@ static int rq__harvest(struct readyq *q, struct epoll_event *evs,
 	int n = 0, r;
 
 	lock_take(&q->lock);
+	if (b)
+		rq__batch_forked(b);
 	/* The batch is what was queued when we started; level-triggered
 	 * re-queues go to the shared queue, behind it, or to b's hold list.
 	 * A wait splices once (ROUNDS: other threads may splice between its
@@ -562,6 +577,7 @@ void rq_batch_init(struct rq_batch *b, uint32_t gen)
 	b->urgent = false;
 	b->ndelivered = 0;
 	b->nheld = 0;
+	b->fork_gen = obj_fork_gen();
 	rq__raw_init(&b->hhead, &b->htail);
 }
 
@@ -577,6 +593,7 @@ int rq_harvest_batch(struct readyq *q, struct epoll_event *evs, int max,
 
 void rq_batch_end(struct readyq *q, struct rq_batch *b)
 {
+	rq__batch_forked(b);
 	if (!b->nheld)
 		return;
 	lock_take(&q->lock);

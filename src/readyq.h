@@ -112,6 +112,12 @@ struct rq_batch {
 	int nheld;
 	struct __cds_wfcq_head hhead; /* the hold list */
 	struct cds_wfcq_tail htail;
+	/* obj_fork_gen() when made.  A wait that a signal handler's fork()
+	 * interrupted goes on in the child with its batch: its hold list is
+	 * then the parent's, whose items rq_fork_child queued again in the
+	 * child, so it is forgotten there (rq__batch_forked), never spliced
+	 * into the queue a second time. */
+	unsigned fork_gen;
 };
 
 void rq_batch_init(struct rq_batch *b, uint32_t gen);
