@@ -915,7 +915,17 @@ static bool uefd__polled(struct uobj *o, uint32_t events)
 	 * edges' writes of 0 (kedge). */
 	if (events & EPOLLET)
 		uefd_kedge((struct uefd *)o);
-	uefd_watched_outside((struct uefd *)o);
+	/* Only while NOPOLL still stands: an exact ueventfd's mirror follows
+	 * its protocol (a coalesced write's arm waits for its timer), and a
+	 * sync at every look would arm it at once: proposal 004's coalesced
+	 * subscriber in poll() then never slept (30-40% of a CPU against 0.1%
+	 * under the preload's NOPOLL default; docs/benchmarks.md, issue 35).
+	 * Relaxed: a look that finds it ended while the thread that ended it
+	 * has not synced yet is a look just before that sync, which wakes the
+	 * poller. */
+	if (atomic_load_explicit(&((struct uefd *)o)->sh->nopoll,
+				 memory_order_relaxed))
+		uefd_watched_outside((struct uefd *)o);
 	return false;
 }
 
