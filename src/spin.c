@@ -168,10 +168,45 @@ static uint32_t spin__budget(struct spin *s, bool *probe)
 	return s->max;
 }
 
+/* The rule above, after a spin of budget b: a hit that counts keeps the
+ * budget and grows it (a probe's brings it back and resets the period); a
+ * miss halves it (a probe's doubles the period); a spin the deadline cut
+ * with nothing found says nothing, but for a kernel spin's (CUT). */
+static void spin__score(struct spin *s, uint32_t b, bool probe, bool scored,
+			bool cut_miss)
+{
+	if (scored) {
+		if (probe) {
+			atomic_store_explicit(&s->period, SPIN_PROBE,
+					      memory_order_relaxed);
+			atomic_store_explicit(&s->budget, b,
+					      memory_order_relaxed);
+		} else if (b < s->max) {
+			atomic_store_explicit(&s->budget,
+					      b > s->max / 2 ? s->max : 2 * b,
+					      memory_order_relaxed);
+		}
+	} else if (cut_miss && !s->kernel) {
+		/* A spin the deadline cut short says nothing (CUT: but for a
+		 * kernel spin's). */
+	} else if (probe) {
+		uint32_t per = atomic_load_explicit(&s->period,
+						    memory_order_relaxed);
+
+		if (per < SPIN_PROBE_MAX)
+			atomic_store_explicit(&s->period, 2 * per,
+					      memory_order_relaxed);
+	} else {
+		atomic_store_explicit(&s->budget,
+				      b / 2 < SPIN_MIN_NS ? 0 : b / 2,
+				      memory_order_relaxed);
+	}
+}
+
 bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 	       int64_t deadline)
 {
-	bool probe, hit = false, cut = false, scored;
+	bool probe, hit = false, cut = false;
 	long pre;
 	uint32_t b = spin__budget(s, &probe);
 	uint64_t end, now;
@@ -203,32 +238,7 @@ bool spin_wait(struct spin *s, bool (*ready)(void *), void *arg,
 		now = sys_now_ns();
 	}
 	atomic_fetch_sub_explicit(&s->spinners, 1, memory_order_relaxed);
-	scored = hit && (pre < 0 || sys_preempted() == pre);
-	if (scored) {
-		if (probe) {
-			atomic_store_explicit(&s->period, SPIN_PROBE,
-					      memory_order_relaxed);
-			atomic_store_explicit(&s->budget, b,
-					      memory_order_relaxed);
-		} else if (b < s->max) {
-			atomic_store_explicit(&s->budget,
-					      b > s->max / 2 ? s->max : 2 * b,
-					      memory_order_relaxed);
-		}
-	} else if (cut && !hit && !s->kernel) {
-		/* A spin the deadline cut short says nothing (CUT: but for a
-		 * kernel spin's). */
-	} else if (probe) {
-		uint32_t per = atomic_load_explicit(&s->period,
-						    memory_order_relaxed);
-
-		if (per < SPIN_PROBE_MAX)
-			atomic_store_explicit(&s->period, 2 * per,
-					      memory_order_relaxed);
-	} else {
-		atomic_store_explicit(&s->budget,
-				      b / 2 < SPIN_MIN_NS ? 0 : b / 2,
-				      memory_order_relaxed);
-	}
+	spin__score(s, b, probe, hit && (pre < 0 || sys_preempted() == pre),
+		    cut && !hit);
 	return hit;
 }
