@@ -647,15 +647,19 @@ void uobj_polled(int fd, uint32_t events)
 
 void uobj_looked(int fd)
 {
-	struct uobj *o;
+	struct uobj *o = fdtab_get(fd);
+	const struct uobj_ops *ops;
 
-	uobj_polled(fd, 0);
-	o = fdtab_get(fd);
-	if (o) {
-		if (uobj__ops[o->type]->looked)
-			uobj__ops[o->type]->looked(o);
-		uobj_put(o);
-	}
+	if (!o)
+		return;
+	/* uobj_polled's step, then the look, on one reference: under the
+	 * preload's NOPOLL default every object a poll() names comes here. */
+	ops = uobj__ops[o->type];
+	if (ops->polled && ops->polled(o, 0))
+		ops->polled_end(o, true); /* (no kernel call follows) */
+	if (ops->looked)
+		ops->looked(o);
+	uobj_put(o);
 }
 
 void uobj_flags_set(struct uobj *o, int fl)
