@@ -884,10 +884,20 @@ static int uefd__fork_child(struct uobj *o)
 	return 0;
 }
 
+/* NOPOLL ends, for good, in every process that shares e (the flag is in
+ * the block): the kernel fd exact from the store's sync on.  SHARED's end
+ * settles under xm whatever the classes look like (uefd__xexact: a holder
+ * that decided under NOPOLL may be at work); the mode from a seq_cst load
+ * (not a choice of STEPS: a stale `false` would leave a stopped SHARED
+ * holder's CAS unraised; MIRROR's sync itself turns to SHARED's settle if
+ * the share comes meanwhile). */
 void uefd_watched_outside(struct uefd *e)
 {
 	atomic_store(&e->sh->nopoll, false);
-	uefd__sync(e);
+	if (atomic_load(&e->sh->shared))
+		uefd__xexact(e);
+	else
+		uefd__sync(e);
 }
 
 static ssize_t uefd__read_op(struct uobj *o, void *buf, size_t n)

@@ -310,6 +310,7 @@ void uefd__mdemote_wait(struct uefd *e, int s);
 /* eventfd_shared.c */
 void uefd__xinit(struct uefd *e);
 void uefd__xsync(struct uefd *e);
+void uefd__xexact(struct uefd *e);
 int64_t uefd__xsleep_ns(struct uefd *e);
 
 /* eventfd_hold.c */

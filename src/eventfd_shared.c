@@ -128,6 +128,33 @@ static void uefd__xfresh(struct uefd *e)
 		atomic_store(&e->sh->kunits, uefd__kernel_value(e));
 }
 
+/*
+ * NOPOLL (UEVENTFD_NOPOLL; the preload's default): nothing outside uepoll's
+ * calls polls the kernel fd, and no kernel epoll in any process holds it (a
+ * shared ueventfd's watchers are kernel registrations: uefd_share keeps
+ * NOPOLL only when it had none, and a later registration ends it first,
+ * port.c).  The flag is in the block, so it is every process's, and it
+ * ends once, for good (uefd_watched_outside: a poll, a kernel epoll's ctl,
+ * a registration, a demotion), in whichever process.  Until then a change
+ * of class is still made under xm but touches the kernel fd neither before
+ * nor after its CAS (no pre-step, no settle): the handoff of two processes
+ * on blocked reads costs the futex pair and no mirror call (issue 35 item
+ * 4, docs/benchmarks.md).  Its end: the store, then a settle under xm
+ * (uefd__xexact).  A holder asks after its lock's RMW (the fence: Dekker
+ * with the end's store then its look at xm): one that asked before the
+ * store still holds xm, and the end waits for it (or repairs its death:
+ * ROBUST), then settles on what it did; one that asks after sees the end,
+ * and makes its pre-step.  A holder stopped there is bypassed: the end
+ * makes the fd readable over a non-zero counter itself, and the holder's
+ * own settle, when it runs again, sees the end (asked at each round) and
+ * reads the fd's true value (recheck).  models/xnopoll.pml.
+ */
+static bool uefd__xnopoll(struct uefd *e)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load(&e->sh->nopoll);
+}
+
 /* Bring the kernel fd to the counter's class.  defer: do not make it
  * readable (a coalesced write: its timer will).  xm held.  Whether it
  * wrote to the kernel fd (which woke its pollers). */
@@ -139,6 +166,12 @@ static bool uefd__settle(struct uefd *e, bool defer)
 		uint64_t c, k, v;
 		int want, have;
 
+		/* NOPOLL: nobody looks at the kernel fd (uefd__xnopoll).
+		 * Asked at each round: its end (uefd__xexact) settles under
+		 * xm after its store, so a settle that still sees it set is
+		 * one its end's settle comes after. */
+		if (uefd__xnopoll(e))
+			return wrote;
 		/* Each round: a bypass may come while this one works; a
 		 * drain decided before it may take its unit, and the next
 		 * round, on the true value, writes it again (BYPASS). */
@@ -521,8 +554,12 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 		return false;
 	}
 	uefd__xfresh(e);
-	/* Pre-step: the kernel fd more ready first. */
-	if (*c == 0 && n > 0 && !defer && atomic_load(&e->sh->kunits) == 0) {
+	/* Pre-step: the kernel fd more ready first (not under NOPOLL: nobody
+	 * looks at it; asked under xm, uefd__xnopoll). */
+	if (uefd__xnopoll(e)) {
+		/* (no step: its end settles under xm) */
+	} else if (*c == 0 && n > 0 && !defer &&
+		   atomic_load(&e->sh->kunits) == 0) {
 		sys_eventfd_add(e->obj.kfd, 1);
 		atomic_store(&e->sh->kunits, 1);
 		*kw = true;
@@ -551,7 +588,9 @@ void uefd__xsync(struct uefd *e)
 	uint64_t c = atomic_load(&e->sh->count);
 	bool raised;
 
-	if (c == UEFD_GONE ||
+	/* NOPOLL: nothing to settle (seq_cst: its end's own sync, which
+	 * comes after its store, is uefd__xexact's). */
+	if (c == UEFD_GONE || atomic_load(&e->sh->nopoll) ||
 	    (uefd__class(c) == uefd__class(atomic_load(&e->sh->kunits)) &&
 	     !uefd__xbusy(e) && !atomic_load(&e->sh->recheck)))
 		return;
@@ -563,6 +602,36 @@ void uefd__xsync(struct uefd *e)
 	raised = uefd__settle(e, false);
 	uefd__xunlock(e);
 	/* A deferred wakeup delivered: the blocked readers too. */
+	c = atomic_load(&e->sh->count);
+	if (raised && c && c != UEFD_GONE)
+		uefd__xwake(e);
+}
+
+/* NOPOLL's end (uefd_watched_outside, after its store of `nopoll`): the
+ * kernel fd exact for every process before the caller's outsider looks.
+ * Under xm: a holder that decided under NOPOLL (uefd__xnopoll) is waited
+ * for, or its death repaired (ROBUST), so the settle sees its CAS.  One
+ * stopped there is bypassed: its CAS may have taken the counter from 0
+ * with no pre-step, so the fd is made readable here if the counter is not
+ * 0 (uefd__xraise: counted for a FILL, recheck stored), and the holder
+ * settles on the true value when it runs (xunlock; t_xproc_nopoll_end).
+ * What is left is BYPASS's window: a holder stopped, continued, then
+ * killed between its CAS and its settle. */
+void uefd__xexact(struct uefd *e)
+{
+	uint64_t c;
+	bool raised;
+
+	if (uefd__xlock(e, true) == UEFD_XBYPASS) {
+		c = atomic_load(&e->sh->count);
+		if (c && c != UEFD_GONE)
+			(void)uefd__xraise(e);
+		uefd__xowe(e);
+		return;
+	}
+	raised = uefd__settle(e, false);
+	uefd__xunlock(e);
+	/* (A coalesced write's deferred wakeup, delivered: as uefd__xsync.) */
 	c = atomic_load(&e->sh->count);
 	if (raised && c && c != UEFD_GONE)
 		uefd__xwake(e);
@@ -803,7 +872,16 @@ static int uefd__xdemote(struct uefd *e)
  * counter's.  0, or the first error of one. */
 static int uefd__to_kernel_watchers(struct uefd *e)
 {
-	uefd__exact(e);
+	/* Kernel registrations poll the fd: NOPOLL ends, if there are any
+	 * (the wait queue is dead: no watcher comes meanwhile, a later one is
+	 * a kernel registration whose ctl ends it, port.c).  With none it
+	 * stands, in every process (NOPOLL, above). */
+	if (atomic_load(&e->wq.n)) {
+		uefd__exact(e);
+	} else {
+		uefd__flush(e);
+		timer_wait_idle(&e->co_timer);
+	}
 	return port_demote_source(&e->wq, &e->obj);
 }
 

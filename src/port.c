@@ -346,9 +346,13 @@ static int port__ctl_uefd(struct port *p, int op, int fd, struct uobj *obj,
 		uefd_demote_wait(src);
 		r = port__ctl_kernel(p, op, fd, ev);
 	} else if ((r == -ENOENT || r == -EBADF) && uefd_kwatched(src)) {
-		/* SHARED (eventfd_shared.c): its watchers are the kernel's. */
+		/* SHARED (eventfd_shared.c): its watchers are the kernel's,
+		 * which polls its fd: exact before the ADD or MOD looks (NOPOLL
+		 * ends in every process). */
 		if (op != EPOLL_CTL_DEL && (ev->events & EPOLLET))
 			uefd_kedge(src);
+		if (op != EPOLL_CTL_DEL)
+			uefd_watched_outside(src);
 		r = port__ctl_kernel(p, op, fd, ev);
 	}
 	/* The instance's demotion took the item (a MOD or DEL that found
