@@ -19,7 +19,9 @@
  * The `efd-fork` rows are `efd-read` with B a forked process: two
  * EFD_SEMAPHORE eventfds made before the fork (ueventfds shared by the
  * fork on uepoll), blocking reads; B's count and CPU come back through
- * MAP_SHARED memory, and its CPU is added to A's.
+ * MAP_SHARED memory, and its CPU is added to A's.  The
+ * `efd-fork-nopoll` rows make them with UEVENTFD_NOPOLL (uepoll only,
+ * against the kernel's `efd-fork` rows of the same run).
  */
 #include "bench.h"
 #include "uepoll.h"
@@ -105,6 +107,14 @@ static const struct pp_variant {
 	{ "efd-fork/same-cpu", SRC_EFD, SYSM_KU, PP_READ | PP_FORK, 0, "" },
 	{ "efd-fork/cross-cpu", SRC_EFD, SYSM_KU, PP_READ | PP_FORK | 1, 0,
 	  "" },
+	/* The same with UEVENTFD_NOPOLL ueventfds (the preload's default):
+	 * nothing polls the shared kernel fds, so a handoff touches them
+	 * not (NOPOLL in src/eventfd_shared.c); against the kernel's
+	 * efd-fork rows (issue 35 item 4). */
+	{ "efd-fork-nopoll/same-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL),
+	  PP_READ | PP_FORK, 0, "efd-fork/same-cpu" },
+	{ "efd-fork-nopoll/cross-cpu", SRC_EFD_NOPOLL, SYSM(SYS_UEPOLL),
+	  PP_READ | PP_FORK | 1, 0, "efd-fork/cross-cpu" },
 	{ "futex/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), 0, 0, "" },
 	{ "futex/cross-cpu", SRC_EFD, SYSM(SYS_FUTEX), 1, 0, "" },
 	{ "futex-timed/same-cpu", SRC_EFD, SYSM(SYS_FUTEX), PP_TIMED, 0, "" },
