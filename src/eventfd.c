@@ -48,6 +48,8 @@
  * slept: the kernel fd stays readable after the counter was emptied.  A
  * reader about to sleep does not sleep on the kernel fd but naps on a futex
  * word (NAP, at uefd__rsleep), and leaves the stale unit where it is.
+ * Shared by a fork, it stays NOPOLL in every process (NOPOLL in
+ * eventfd_shared.c: not even the raise), until one of them ends it.
  * A semaphore counter taken off its maximum leaves K at the maximum less
  * one; from there it would take 2^64-3 reads to empty it, so the mirror
  * never has to be drained from a large semaphore value.

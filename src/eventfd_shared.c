@@ -35,7 +35,10 @@
  *    (before issue 32 the lock was a word of thread ids, and a dead holder
  *    was asked with kill(tid, 0), which a zombie answers: its parent,
  *    about to waitpid, hung);
- *  - a stopped holder is not waited for (BYPASS, at uefd__xcas_bypass).
+ *  - a stopped holder is not waited for (BYPASS, at uefd__xcas_bypass);
+ *  - under UEVENTFD_NOPOLL, until some process ends it, the lock is taken
+ *    but the kernel fd left alone (NOPOLL, at uefd__xnopoll): what follows
+ *    holds from the end on.
  * So at every instant a non-zero counter has a readable kernel fd, whoever
  * died where: a poller, a kernel epoll or a blocked reader of any process
  * never misses a write.  (A non-blocking read that empties a full counter
@@ -891,8 +894,8 @@ static int uefd__to_kernel_watchers(struct uefd *e)
  * their walk (FENCE in lock.c): a share is never begun and unfinished at
  * another fork.
  * Its watchers become kernel registrations of the fd (a process cannot walk
- * another's instances), NOPOLL ends (the fd must be exact for every
- * process), and the protocol changes from MIRROR to SHARED while other
+ * another's instances), NOPOLL ends if it had any (they poll the fd; with
+ * none it stands in every process: NOPOLL, above), and the protocol changes from MIRROR to SHARED while other
  * threads may be reading and writing: with xm held, `shared` is stored,
  * then the MIRROR calls in flight end (a sync that raised `syncing` after
  * the store sees it and settles under the lock instead) and the readers
