@@ -172,8 +172,11 @@ static bool uefd__settle(struct uefd *e, bool defer)
 		/* NOPOLL: nobody looks at the kernel fd (uefd__xnopoll).
 		 * Asked at each round: its end (uefd__xexact) settles under
 		 * xm after its store, so a settle that still sees it set is
-		 * one its end's settle comes after. */
-		if (uefd__xnopoll(e))
+		 * one its end's settle comes after.  (No fence: what a stale
+		 * look skips, the end's own settle makes, under xm, after this
+		 * holder's unlock; the Dekker that needs one is the holder's
+		 * decision to skip its pre-step, uefd__xnopoll in xcas.) */
+		if (atomic_load(&e->sh->nopoll))
 			return wrote;
 		/* Each round: a bypass may come while this one works; a
 		 * drain decided before it may take its unit, and the next
