@@ -84,7 +84,9 @@
  * FULL -> 0, then drains K.  MUTANT_LOWER_FIRST is the draft's order.
  *
  * (xbypass.pml has the mutants that need two bypasses at once: NO_POSTLOOK,
- * NO_RELOOK, NO_MARGIN.)
+ * NO_RELOOK, NO_MARGIN.  xnopoll.pml: the same counter under
+ * UEVENTFD_NOPOLL, whose changes of class leave K alone until a process
+ * ends NOPOLL; this model is the protocol from that end on.)
  * Not modelled: the signal handler path (a bypass, as for a stopped holder:
  * the handler's thread is the holder, stopped until the handler returns),
  * demotion, blocking writes (the writes here are EAGAIN when they would
