@@ -898,8 +898,9 @@ static int uefd__to_kernel_watchers(struct uefd *e)
  * another fork.
  * Its watchers become kernel registrations of the fd (a process cannot walk
  * another's instances), NOPOLL ends if it had any (they poll the fd; with
- * none it stands in every process: NOPOLL, above), and the protocol changes from MIRROR to SHARED while other
- * threads may be reading and writing: with xm held, `shared` is stored,
+ * none it stands in every process: NOPOLL, above), and the protocol
+ * changes from MIRROR to SHARED while other threads may be reading and
+ * writing: with xm held, `shared` is stored,
  * then the MIRROR calls in flight end (a sync that raised `syncing` after
  * the store sees it and settles under the lock instead) and the readers
  * asleep in read(2) on the kernel fd are woken with a unit and come back
