@@ -4,15 +4,16 @@
  * and that is enough: every object alive at any fork works in the child
  * as the kernel's does (issue 35 item 4).
  *
- * Rounds of: make a ueventfd E and an instance P watching it, close the
- * pair made two rounds before (frees in the middle of the live lists),
- * fork.  The child writes 1 to every live E (made before this fork, or
- * at it: shared counters) and registers a pipe in P (one kernel epoll in
- * both processes), then makes a ueventfd F of its own and forks a
- * grandchild, which writes 1 to F (made after the child's fork: the
- * child's next fork must share it), and reads F.  The parent then finds
- * P reporting both E and the pipe (its wait must look at the kernel epoll:
- * the instance's fork_prepare), and reads 1 from every live E.  Run with
+ * Rounds of: make a ueventfd E, an instance P watching it and an empty
+ * instance Q, close the ones made two rounds before (frees in the middle
+ * of the live lists), fork.  The child writes 1 to every live E (made
+ * before this fork, or at it: shared counters) and registers a pipe in Q
+ * (one kernel epoll in both processes), then makes a ueventfd F of its
+ * own and forks a grandchild, which writes 1 to F (made after the child's
+ * fork: the child's next fork must share it), and reads F.  The parent
+ * then finds P reporting E, Q the pipe (Q's wait must look at the kernel
+ * epoll though the parent registered nothing there: the instance's
+ * fork_prepare), and reads 1 from every live E.  Run with
  * the kernel's objects first (the rule checked), then uepoll's, where it
  * also counts the objects each prepare walked (obj_fork_visits, internal):
  * every object made since the last fork, none before (a count, not a
@@ -29,7 +30,7 @@ unsigned obj_fork_visits(void); /* internal (src/obj.h), linked statically */
 
 enum { ROUNDS = 6 };
 
-static int efd[ROUNDS], ep[ROUNDS];
+static int efd[ROUNDS], ep[ROUNDS], eq[ROUNDS];
 
 /* The grandchild's part, in the child: F made after the child's fork. */
 static int child_fork_again(const struct calls *s)
@@ -60,28 +61,24 @@ static _Noreturn void child(const struct calls *s, int r, const int *pfd)
 	for (int i = 0; i <= r; i++)
 		if (efd[i] >= 0 && s->eventfd_write(efd[i], 1) != 0)
 			_exit(20 + i);
-	if (s->ctl(ep[r], EPOLL_CTL_ADD, pfd[0], &ev) != 0)
+	if (s->ctl(eq[r], EPOLL_CTL_ADD, pfd[0], &ev) != 0)
 		_exit(30);
 	_exit(child_fork_again(s));
 }
 
-/* P_r after the child: E_r's event (data r) and the pipe's (1000). */
-static void check_port(const struct calls *s, int r)
+/* After the child: P_r has E_r's event (data r), Q_r the pipe's (1000). */
+static void check_ports(const struct calls *s, int r)
 {
 	struct epoll_event evs[4];
-	int n = s->wait(ep[r], evs, 4, 0), got = 0;
+	int n = s->wait(ep[r], evs, 4, 0), m;
 
-	CHECK(n == 2);
-	for (int i = 0; i < n && i < 4; i++) {
-		if (evs[i].data.u64 == (uint64_t)r)
-			got |= 1;
-		else if (evs[i].data.u64 == 1000)
-			got |= 2;
-	}
-	if (got != 3)
-		fprintf(stderr, "%s: round %d: %d events, found %#x\n",
-			s->name, r, n, got);
-	CHECK(got == 3);
+	if (n != 1 || evs[0].data.u64 != (uint64_t)r)
+		fprintf(stderr, "%s: round %d: P: %d events\n", s->name, r, n);
+	CHECK(n == 1 && evs[0].data.u64 == (uint64_t)r);
+	m = s->wait(eq[r], evs, 4, 0);
+	if (m != 1 || evs[0].data.u64 != 1000)
+		fprintf(stderr, "%s: round %d: Q: %d events\n", s->name, r, m);
+	CHECK(m == 1 && evs[0].data.u64 == 1000);
 }
 
 static void run(const struct calls *s)
@@ -95,14 +92,16 @@ static void run(const struct calls *s)
 
 		efd[r] = s->eventfd(0, EFD_NONBLOCK);
 		ep[r] = s->create1(EPOLL_CLOEXEC);
-		REQUIRE(efd[r] >= 0 && ep[r] >= 0);
+		eq[r] = s->create1(EPOLL_CLOEXEC);
+		REQUIRE(efd[r] >= 0 && ep[r] >= 0 && eq[r] >= 0);
 		ev.data.u64 = (uint64_t)r;
 		REQUIRE(s->ctl(ep[r], EPOLL_CTL_ADD, efd[r], &ev) == 0);
-		made += 2;
+		made += 3;
 		if (r >= 2) { /* freed in the middle of the lists */
 			REQUIRE(s->close(efd[r - 2]) == 0);
 			REQUIRE(s->close(ep[r - 2]) == 0);
-			efd[r - 2] = ep[r - 2] = -1;
+			REQUIRE(s->close(eq[r - 2]) == 0);
+			efd[r - 2] = ep[r - 2] = eq[r - 2] = -1;
 		}
 		REQUIRE(pipe(pfd) == 0);
 		REQUIRE(write(pfd[1], "x", 1) == 1);
@@ -112,7 +111,7 @@ static void run(const struct calls *s)
 			child(s, r, pfd);
 		if (s == &calls_uepoll) {
 			/* The first fork walks every object; each later one
-			 * the two made since. */
+			 * the three made since. */
 			unsigned v = obj_fork_visits();
 
 			if (v != made)
@@ -127,7 +126,7 @@ static void run(const struct calls *s)
 			fprintf(stderr, "%s: round %d: child status %#x\n",
 				s->name, r, st);
 		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
-		check_port(s, r);
+		check_ports(s, r);
 		for (int i = 0; i <= r; i++) {
 			eventfd_t v = 0;
 
@@ -142,6 +141,7 @@ static void run(const struct calls *s)
 		if (efd[i] >= 0) {
 			CHECK(s->close(efd[i]) == 0);
 			CHECK(s->close(ep[i]) == 0);
+			CHECK(s->close(eq[i]) == 0);
 		}
 }
 
