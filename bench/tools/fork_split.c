@@ -21,13 +21,19 @@
  *   minflt     the child's minor page faults (getrusage, a count), of
  *              which in the library's child handler, the parent's per
  *              fork
+ * and the mean CPU time (getrusage: user + system, the scheduler's exact
+ * runtime, which waiting for a CPU on a loaded machine does not inflate)
+ * per fork of the parent and of a child, its exit included.
  *
- * `kernel+dups` adds plain dup()s of the kernel objects' fds so that the
- * process holds as many fds as the uepoll one (an epoll's two more, an
- * eventfd's one more), and `+mem=KB` that much touched anonymous memory:
- * the price of the fd table and the pages alone, in the kernel's fork.
+ * The kernel's objects with what uepoll's hold besides, to price them
+ * alone in the kernel's fork and exit: `+bells` an eventfd per epoll,
+ * registered in it (an instance's doorbell), `+dups` a dup() of each
+ * object's fd (the private duplicate of each: with +bells the process
+ * holds the uepoll one's fds, 10 005 at 4000 objects), `+mem=KB` that much
+ * touched private memory (the pools), `+shm=KB` that much touched
+ * MAP_SHARED memory in 64 kB mappings (the shared counters).
  *
- *   fork_split kernel|uepoll|kernel+dups[+mem=KB] [OBJS FORKS]
+ *   fork_split kernel[+bells][+dups][+mem=KB][+shm=KB]|uepoll [OBJS FORKS]
  *
  * docs/benchmarks.md, "Issue 35, item 4 (fork): the breakdown".
  */
@@ -60,6 +66,15 @@ static long long now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static long long cpu_us(int who)
+{
+	struct rusage ru;
+
+	getrusage(who, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+	       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
 }
 
 static long minflt(void)
@@ -116,15 +131,15 @@ static const char *const s_name[S_N] = {
 
 int main(int argc, char **argv)
 {
-	int objs = 4000, forks = 100, half, kernel, dups, *ep, *efd;
-	long mem_kb = 0;
+	int objs = 4000, forks = 100, half, kernel, dups, bells, *ep, *efd;
+	long mem_kb = 0, shm_kb = 0;
 	long long *s[S_N];
 	struct rlimit rl;
 	const char *m;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: fork_split kernel|uepoll|kernel+dups"
-				"[+mem=KB] [OBJS FORKS]\n");
+		fprintf(stderr, "usage: fork_split kernel[+bells][+dups]"
+				"[+mem=KB][+shm=KB]|uepoll [OBJS FORKS]\n");
 		return 2;
 	}
 	if (argc == 4) {
@@ -135,8 +150,11 @@ int main(int argc, char **argv)
 		return 2;
 	kernel = !strncmp(argv[1], "kernel", 6);
 	dups = strstr(argv[1], "+dups") != NULL;
+	bells = strstr(argv[1], "+bells") != NULL;
 	if ((m = strstr(argv[1], "+mem=")))
 		mem_kb = atol(m + 5);
+	if ((m = strstr(argv[1], "+shm=")))
+		shm_kb = atol(m + 5);
 	half = objs / 2;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
 	    rl.rlim_cur < (rlim_t)(5 * half + 64)) {
@@ -164,11 +182,28 @@ int main(int argc, char **argv)
 		if (ep[i] < 0 || efd[i] < 0 ||
 		    (kernel ? epoll_ctl(ep[i], EPOLL_CTL_ADD, efd[i], &ev)
 			    : uepoll_ctl(ep[i], EPOLL_CTL_ADD, efd[i], &ev)) < 0 ||
-		    (dups && (dup(ep[i]) < 0 || dup(ep[i]) < 0 ||
-			      dup(efd[i]) < 0))) {
+		    (dups && (dup(ep[i]) < 0 || dup(efd[i]) < 0))) {
 			perror("fork_split: making the objects");
 			return 1;
 		}
+		if (bells) {
+			struct epoll_event bev = { .events = EPOLLIN | EPOLLET };
+			int b = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+			if (b >= 0 &&
+			    epoll_ctl(ep[i], EPOLL_CTL_ADD, b, &bev) == 0)
+				continue;
+			perror("fork_split: making the objects");
+			return 1;
+		}
+	}
+	for (long k = 0; k < shm_kb; k += 64) {
+		char *p = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED)
+			return 1;
+		memset(p, 1, 64 * 1024);
 	}
 	if (mem_kb > 0) {
 		char *p = malloc((size_t)mem_kb * 1024);
@@ -187,6 +222,9 @@ int main(int argc, char **argv)
 		if (system(cmd) != 0)
 			return 1;
 	}
+	long long cpu_self = cpu_us(RUSAGE_SELF);
+	long long cpu_kids = cpu_us(RUSAGE_CHILDREN);
+
 	for (int f = 0; f < forks; f++) {
 		long long t0 = now_ns(), t1;
 		long pf0 = minflt();
@@ -237,6 +275,8 @@ int main(int argc, char **argv)
 	       2 * half, forks);
 	for (int i = 0; i < S_N; i++)
 		printf(" %s=%.1f", s_name[i], med(s[i], forks));
-	printf("\n");
+	printf(" cpu_parent=%.1f cpu_child=%.1f\n",
+	       (double)(cpu_us(RUSAGE_SELF) - cpu_self) / forks,
+	       (double)(cpu_us(RUSAGE_CHILDREN) - cpu_kids) / forks);
 	return 0;
 }
