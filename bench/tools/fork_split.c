@@ -13,6 +13,7 @@
  *
  *   prepare    the library's prepare handler (the parent)
  *   fork       the system call: prepare's end to the parent's return
+ *   parent     the library's parent handler
  *   kchild     prepare's end to the child's first handler
  *   child      the library's child handler
  *   work       the child's write and zero-timeout wait
@@ -50,7 +51,7 @@
 
 #include "uepoll.h"
 
-enum { T_PREP_B, T_PREP_A, T_PAR_A, T_CHILD_A, T_CHILD_B, T_WORK, T_N };
+enum { T_PREP_B, T_PREP_A, T_PAR_A, T_PAR_B, T_CHILD_A, T_CHILD_B, T_WORK, T_N };
 
 struct probe {
 	long long t[T_N];
@@ -95,6 +96,7 @@ static void child_a(void)
 	}
 }
 static void prep_b(void) { if (pr) pr->t[T_PREP_B] = now_ns(); }
+static void par_b(void) { if (pr) pr->t[T_PAR_B] = now_ns(); }
 static void child_b(void)
 {
 	if (pr) {
@@ -122,10 +124,10 @@ static double med(long long *v, int n)
 	return (double)v[n / 2] / 1e3;
 }
 
-enum { S_PREP, S_FORK, S_KCHILD, S_CHILD, S_WORK, S_EXIT, S_TOTAL, S_CFLT,
+enum { S_PREP, S_FORK, S_PARENT, S_KCHILD, S_CHILD, S_WORK, S_EXIT, S_TOTAL, S_CFLT,
        S_HFLT, S_PFLT, S_N };
 static const char *const s_name[S_N] = {
-	"prepare", "fork", "kchild", "child", "work", "exit", "total",
+	"prepare", "fork", "parent", "kchild", "child", "work", "exit", "total",
 	"minflt_child", "minflt_handler", "minflt_parent",
 };
 
@@ -171,7 +173,7 @@ int main(int argc, char **argv)
 		s[i] = calloc((size_t)forks, sizeof(long long));
 	if (pr == MAP_FAILED || !ep || !efd || !s[S_N - 1])
 		return 1;
-	pthread_atfork(prep_b, NULL, child_b);
+	pthread_atfork(prep_b, par_b, child_b);
 	for (int i = 0; i < half; i++) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 7 };
 
@@ -262,6 +264,7 @@ int main(int argc, char **argv)
 		t1 = now_ns();
 		s[S_PREP][f] = pr->t[T_PREP_A] - pr->t[T_PREP_B];
 		s[S_FORK][f] = pr->t[T_PAR_A] - pr->t[T_PREP_A];
+		s[S_PARENT][f] = pr->t[T_PAR_B] - pr->t[T_PAR_A];
 		s[S_KCHILD][f] = pr->t[T_CHILD_A] - pr->t[T_PREP_A];
 		s[S_CHILD][f] = pr->t[T_CHILD_B] - pr->t[T_CHILD_A];
 		s[S_WORK][f] = pr->t[T_WORK] - pr->t[T_CHILD_B];
