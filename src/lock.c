@@ -266,6 +266,11 @@ void lock_span_enter(void)
 	}
 }
 
+bool lock_span_here(void)
+{
+	return lock__span_depth != 0;
+}
+
 void lock_span_leave(void)
 {
 	if (--lock__span_depth == 0)

@@ -235,6 +235,9 @@ static inline void lock_leaf_leave(void)
  */
 void lock_span_enter(void);
 void lock_span_leave(void);
+/* Is this thread inside a span (a fork from a signal handler that
+ * interrupted one of its own: FENCE)? */
+bool lock_span_here(void);
 
 /* fork handlers (obj.c calls them first in prepare, last after):
  * lock_fork_fence first (one fork at a time; the spans in flight end, new

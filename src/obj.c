@@ -2,8 +2,8 @@
 /*
  * obj.c - reference counts, type-stable pools and fork for uepoll objects.
  *
- * LIVE LIST.  An object is on obj__live from the end of its creation
- * (uobj_live, before it is published) to the end of its release
+ * LIVE LIST.  An object is on its type's obj__live from the end of its
+ * creation (uobj_publish, when it is published) to the end of its release
  * (uobj_free), under obj__lock: a forked child repairs what is on it (FORK).
  * Its locks are initialised before it joins and never destroyed (the memory
  * is type-stable), so that a child may finish its release.
@@ -43,12 +43,13 @@
  * flag stored in it), so the pages of idle objects stay shared with the
  * parent; the parent's prepare writes only to the instances whose look
  * has something to do (obj__looked_all).  The parent pays the fence and
- * the gate (the spans and lock hold times of the threads in them then)
- * and walks every live object three times, reading (the share, the look,
- * fork_prepare); the child reads every live object once (docs/
- * benchmarks.md, issue 35 item 4: with 4000 objects a fork costs 2.7-2.8x
- * the kernel's, the walks and the kernel's own copy of the library's fds
- * and pages).
+ * the gate (the spans and lock hold times of the threads in them then),
+ * reads every live instance once (the look), and shares and prepares only
+ * the objects made since the last fork (PREPARED, below); the child reads
+ * every live object once, one type's list after the other (LIVE LIST).
+ * docs/benchmarks.md, issue 35 item 4, has what a fork with 4000 objects
+ * costs, part by part: the child's walk, the look, and the kernel's own
+ * copy (and, at the child's exit, close) of the library's fds and pages.
  * Instances are not demoted: the child has a copy of their userspace state
  * (FORKED in port.c).  UEPOLL_FORK_DEMOTE_INSTANCES=1 demotes them, so that
  * processes which share an instance made before the fork (both waiting on
@@ -145,7 +146,16 @@ static struct obj__pool obj__pools[OBJ__NTYPES] = {
 /* MASKED (lock.h): taken with every signal of the thread blocked, and a
  * leaf (SIGNALS). */
 static pthread_mutex_t obj__lock = PTHREAD_MUTEX_INITIALIZER;
-static struct list obj__live = { &obj__live, &obj__live };
+/* One live list per type (LIVE LIST): a walk that wants one type (the
+ * child's repair, instances first) hops over that type's objects only, each
+ * hop a cache miss in a child whose caches are cold (docs/benchmarks.md,
+ * issue 35 item 4). */
+#define OBJ__LIVE_INIT(t) [t] = { &obj__live[t], &obj__live[t] }
+static struct list obj__live[OBJ__NTYPES] = {
+	OBJ__LIVE_INIT(0),
+	OBJ__LIVE_INIT(UOBJ_EVENTFD),
+	OBJ__LIVE_INIT(UOBJ_PORT),
+};
 
 static void obj__take(sigset_t *old)
 {
@@ -259,10 +269,16 @@ int uobj_live_count(int type)
 	return atomic_load_explicit(&obj__nlive[type], memory_order_relaxed);
 }
 
+/* Joins to the live list so far (obj__lock): each list is in the order of
+ * live_seq, oldest first, since a join appends (and so does the child's
+ * return of an orphan, with a new number: obj__child). */
+static unsigned obj__joins;
+
 /* obj__lock held. */
 static void obj__join(struct uobj *o)
 {
-	list_add_tail(&obj__live, &o->live);
+	o->live_seq = obj__joins++;
+	list_add_tail(&obj__live[o->type], &o->live);
 	o->on_live = true;
 	atomic_fetch_add_explicit(&obj__nlive[o->type], 1,
 				  memory_order_relaxed);
@@ -698,9 +714,20 @@ static void obj__owed_fn(struct lock_owed *n, unsigned bits)
 
 /* ---- FORK -------------------------------------------------------------- */
 
-#define obj__each(o, l) \
-	for ((l) = obj__live.next; \
-	     (l) != &obj__live && ((o) = container_of((l), struct uobj, live)); \
+/* Type t's live objects that joined at or after join number `since`,
+ * newest first: the tail of its list (obj__joins), where a walk stops at
+ * the first older one. */
+#define obj__each_since(t, since, o, l) \
+	for ((l) = obj__live[t].prev; \
+	     (l) != &obj__live[t] && \
+	     ((o) = container_of((l), struct uobj, live)) && \
+	     (int)((o)->live_seq - (since)) >= 0; \
+	     (l) = (l)->prev)
+/* Every live object of type t, oldest first. */
+#define obj__each_of(t, o, l) \
+	for ((l) = obj__live[t].next; \
+	     (l) != &obj__live[t] && \
+	     ((o) = container_of((l), struct uobj, live)); \
 	     (l) = (l)->next)
 
 /*
@@ -730,28 +757,76 @@ static bool obj__inherited(const struct uobj *o)
 	return false;
 }
 
+/* obj__collect's walk of type t's list, from n taken so far into v[cap]:
+ * the count so far (beyond cap: the room is too small, nothing taken past
+ * it). */
+/* PREPARED: the objects the last fork's prepare walked (each once, in its
+ * share's walk: obj__each_since), for a test to count (obj_fork_visits).
+ * The prepare's (one fork at a time); counted again by each pass of the
+ * walk (obj__collect's). */
+static unsigned obj__visits;
+
+unsigned obj_fork_visits(void)
+{
+	return obj__visits;
+}
+
+static size_t obj__take_one(struct uobj *o, struct uobj **v, size_t cap,
+			    size_t n)
+{
+	if (n >= cap)
+		return n + 1; /* counted only */
+	if (!uobj_tryget(o))
+		return n; /* being released: not one to take */
+	v[n] = o;
+	return n + 1;
+}
+
+static size_t obj__collect_of(int t, const unsigned *since,
+			      bool (*want)(const struct uobj *, const void *),
+			      const void *arg, struct uobj **v, size_t cap,
+			      size_t n)
+{
+	struct uobj *o;
+	struct list *l;
+
+	if (since) {
+		obj__each_since(t, *since, o, l) {
+			obj__visits++;
+			if (want(o, arg))
+				n = obj__take_one(o, v, cap, n);
+		}
+	} else {
+		obj__each_of(t, o, l)
+			if (want(o, arg))
+				n = obj__take_one(o, v, cap, n);
+	}
+	return n;
+}
+
 /* The live objects want() takes, each with a reference (put them and free
- * *out; want runs under obj__lock): the count, or -ENOMEM (none taken). */
-static ssize_t obj__collect(bool (*want)(const struct uobj *, const void *),
+ * *out; want runs under obj__lock), among the types type_ok() takes (NULL:
+ * every type; a type it refuses is not walked) and, with `since`, among
+ * those that joined at or after *since (obj__each_since): the count, or
+ * -ENOMEM (none taken). */
+static ssize_t obj__collect(bool (*type_ok)(int), const unsigned *since,
+			    bool (*want)(const struct uobj *, const void *),
 			    const void *arg, struct uobj ***out)
 {
-	struct uobj **v = NULL, *o;
+	struct uobj **v = NULL;
 	size_t n = 0, cap = 0;
-	struct list *l;
 	sigset_t m;
+	int t;
 
 	for (;;) {
 		obj__take(&m);
 		n = 0;
-		obj__each(o, l) {
-			if (!want(o, arg))
-				continue;
-			if (n < cap && uobj_tryget(o))
-				v[n] = o;
-			else if (n < cap)
-				continue;
-			n++;
-		}
+		if (since)
+			obj__visits = 0;
+		for (t = 0; t < OBJ__NTYPES; t++)
+			if (!type_ok || type_ok(t))
+				n = obj__collect_of(t, since, want, arg, v,
+						    cap, n);
 		obj__drop(&m);
 		if (n <= cap)
 			break;
@@ -779,10 +854,10 @@ static bool obj__to_demote(const struct uobj *o, const void *arg)
 	return !exec || obj__inherited(o);
 }
 
-static int obj__demote_all(bool exec)
+static int obj__demote_all(bool exec, const unsigned *since)
 {
 	struct uobj **v = NULL;
-	ssize_t n = obj__collect(obj__to_demote, &exec, &v);
+	ssize_t n = obj__collect(NULL, since, obj__to_demote, &exec, &v);
 	int r = 0, e;
 
 	if (n < 0)
@@ -818,6 +893,17 @@ static int obj__demote_all(bool exec)
 	return r;
 }
 
+/* The types whose objects have the op (obj__collect walks no other). */
+static bool obj__type_waits(int t)
+{
+	return uobj__ops[t] && uobj__ops[t]->wait;
+}
+
+static bool obj__type_looks(int t)
+{
+	return uobj__ops[t] && uobj__ops[t]->looked;
+}
+
 /* An instance: the type that waits. */
 static bool obj__is_port(const struct uobj *o, const void *arg)
 {
@@ -827,7 +913,8 @@ static bool obj__is_port(const struct uobj *o, const void *arg)
 
 size_t obj_ports(struct uobj ***out)
 {
-	ssize_t n = obj__collect(obj__is_port, NULL, out);
+	ssize_t n = obj__collect(obj__type_waits, NULL, obj__is_port, NULL,
+				 out);
 
 	return n > 0 ? (size_t)n : 0;
 }
@@ -839,7 +926,7 @@ int obj_demote_inherited(void)
 	int r;
 
 	lock_span_enter();
-	r = obj__demote_all(true);
+	r = obj__demote_all(true, NULL);
 	lock_span_leave();
 	return r;
 }
@@ -881,7 +968,8 @@ static bool obj__to_look(const struct uobj *o, const void *arg)
 static void obj__looked_all(void)
 {
 	struct uobj **v = NULL;
-	ssize_t n = obj__collect(obj__to_look, NULL, &v);
+	ssize_t n = obj__collect(obj__type_looks, NULL, obj__to_look, NULL,
+				 &v);
 
 	for (ssize_t i = 0; i < n; i++) {
 		uobj__ops[v[i]->type]->looked(v[i]);
@@ -893,6 +981,21 @@ static void obj__looked_all(void)
 /* The forking thread's signal mask, from the prepare to the parent's or
  * the child's handler (one fork at a time: lock.c's fork mutex). */
 static sigset_t obj__fork_sigs;
+
+/* PREPARED: every object that joined the live list before this join
+ * number (obj__joins) has been shared (or demoted) and fork-prepared by a
+ * fork's prepare, whose effects stay for good: a shared ueventfd stays
+ * shared (its fate is then UOBJ_KEEP), an instance's fork_prepare counts
+ * its kernel epoll for good and marks it held edge-triggered outside for
+ * good (bell.c), and what an object's fate is depends on nothing else that
+ * changes (the configuration is read once; a demotion in flight, which
+ * the fence waits for, ends with the object unpublished).  So a fork's
+ * prepare shares and prepares only the objects that joined since: none in
+ * a process that forks again and again with the same objects (the
+ * `fork` scenario: two walks of every object less per fork).  Written by
+ * the prepare only (one fork at a time: lock.c's fork mutex); a child
+ * inherits it with objects as prepared as the parent's. */
+static unsigned obj__prepared;
 
 /* obj_fork_gen: written only by the child handler, while the child has
  * one thread and its signals blocked (obj.h). */
@@ -913,20 +1016,34 @@ unsigned obj_fork_gen(void)
  * own would wait at the gate it closed, or for obj__lock. */
 static void obj__prepare(void)
 {
+	unsigned since, mark;
 	struct list *l;
 	struct uobj *o;
 	sigset_t all, m;
+	int r, t;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &obj__fork_sigs);
 	lock_fork_fence();
-	(void)obj__demote_all(false); /* see uepoll_demote(3) for ENOMEM */
+	since = obj__prepared; /* the fork mutex's, taken by the fence */
+	obj__take(&m);
+	mark = obj__joins; /* no creation joins until the fork is over */
+	obj__drop(&m);
+	r = obj__demote_all(false, &since); /* see uepoll_demote(3), ENOMEM */
 	obj__looked_all();
 	obj__take(&m);
-	obj__each(o, l)
-		if (uobj__ops[o->type]->fork_prepare)
-			uobj__ops[o->type]->fork_prepare(o);
+	for (t = 0; t < OBJ__NTYPES; t++)
+		if (uobj__ops[t] && uobj__ops[t]->fork_prepare)
+			obj__each_since(t, since, o, l)
+				uobj__ops[t]->fork_prepare(o);
 	obj__drop(&m);
+	/* Every object that joined before `mark` is shared and prepared now,
+	 * unless a share or demotion failed (each is tried again at the next
+	 * fork) or this fork comes from a signal handler that interrupted a
+	 * span of its own thread (a demotion that may yet fail and leave its
+	 * ueventfd as it was: the next fork walks it again). */
+	if (!r && !lock_span_here())
+		obj__prepared = mark;
 	lock_fork_prepare();
 	/* Inside the gate: only a signal handler's short section may hold
 	 * it now (MASKED in lock.h), and nobody is carving a shared block
@@ -955,6 +1072,19 @@ static int obj__count_numbers(const struct uobj *o)
 	return c;
 }
 
+/* The child's walk stalls on each object's header, the line the hop to
+ * the next object lands on (in a cold child, most of the walk's own time:
+ * perf annotate): so it asks for the next object's header (the object is
+ * cache-line aligned; the header spans two lines) while it repairs this
+ * one (hints: no access, no fault), and the misses overlap: 8-10% of the
+ * child's handler (docs/benchmarks.md, issue 35 item 4; all of an
+ * instance's 14 lines gained nothing more). */
+static void obj__prefetch(const struct uobj *o)
+{
+	__builtin_prefetch(o);
+	__builtin_prefetch((const char *)o + UEPOLL_CACHELINE);
+}
+
 static void obj__child(void)
 {
 	struct list *l, *next, dead;
@@ -975,9 +1105,10 @@ static void obj__child(void)
 	 * with its reference: the count is made again, and an object left
 	 * with none is closed and released below (SIGNALS). */
 	for (int t = UOBJ_PORT; t >= UOBJ_EVENTFD; t--)
-		obj__each(o, l) {
-			if (o->type != t)
-				continue;
+		obj__each_of(t, o, l) {
+			if (l->next != &obj__live[t])
+				obj__prefetch(container_of(l->next, struct uobj,
+							   live));
 			if (atomic_load_explicit(&o->owed.bits,
 						 memory_order_relaxed))
 				atomic_store_explicit(&o->owed.bits, 0,
@@ -1001,11 +1132,10 @@ static void obj__child(void)
 	 * less over every object of the child otherwise. */
 	for (int t = UOBJ_PORT; orphans && t >= UOBJ_EVENTFD; t--) {
 		list_init(&dead);
-		for (l = obj__live.next; l != &obj__live; l = next) {
+		for (l = obj__live[t].next; l != &obj__live[t]; l = next) {
 			next = l->next;
 			o = container_of(l, struct uobj, live);
-			if (o->type != t ||
-			    atomic_load_explicit(&o->refs, memory_order_relaxed))
+			if (atomic_load_explicit(&o->refs, memory_order_relaxed))
 				continue;
 			list_del(&o->live);
 			list_add_tail(&dead, &o->live);
@@ -1013,8 +1143,10 @@ static void obj__child(void)
 		while (!list_empty(&dead)) {
 			o = container_of(dead.next, struct uobj, live);
 			list_del(&o->live);
-			/* Back on the live list: uobj_free unlinks it. */
-			list_add_tail(&obj__live, &o->live);
+			/* Back on the live list, as a join (its order:
+			 * obj__joins): uobj_free unlinks it. */
+			o->live_seq = obj__joins++;
+			list_add_tail(&obj__live[t], &o->live);
 			uobj__ops[t]->close(o);
 			uobj__ops[t]->release(o);
 		}
@@ -1035,7 +1167,7 @@ static void obj__child(void)
  * last object, whose reference keeps it on the live list (only uobj_free
  * takes an object off, and only at no reference) until that walk has
  * left it.  Objects made meanwhile join the tail and are delivered too. */
-__attribute__((destructor)) static void obj__exit(void)
+static void obj__exit_type(int t)
 {
 	struct uobj *v[64], *o, *from = NULL;
 	struct list *l;
@@ -1045,12 +1177,11 @@ __attribute__((destructor)) static void obj__exit(void)
 	do {
 		n = 0;
 		obj__take(&m);
-		for (l = from ? from->live.next : obj__live.next;
-		     l != &obj__live && n < sizeof(v) / sizeof(v[0]);
+		for (l = from ? from->live.next : obj__live[t].next;
+		     l != &obj__live[t] && n < sizeof(v) / sizeof(v[0]);
 		     l = l->next) {
 			o = container_of(l, struct uobj, live);
-			if (uobj_ops(o)->exit_flush && o->fd >= 0 &&
-			    uobj_tryget(o))
+			if (o->fd >= 0 && uobj_tryget(o))
 				v[n++] = o;
 		}
 		obj__drop(&m);
@@ -1058,13 +1189,20 @@ __attribute__((destructor)) static void obj__exit(void)
 			uobj_put(from);
 		from = NULL;
 		for (size_t i = 0; i < n; i++) {
-			uobj_ops(v[i])->exit_flush(v[i]);
-			if (i + 1 < n || l == &obj__live)
+			uobj__ops[t]->exit_flush(v[i]);
+			if (i + 1 < n || l == &obj__live[t])
 				uobj_put(v[i]);
 			else
 				from = v[i]; /* the next walk starts after it */
 		}
 	} while (from);
+}
+
+__attribute__((destructor)) static void obj__exit(void)
+{
+	for (int t = 0; t < OBJ__NTYPES; t++)
+		if (uobj__ops[t] && uobj__ops[t]->exit_flush)
+			obj__exit_type(t);
 }
 
 __attribute__((constructor)) static void obj__setup(void)

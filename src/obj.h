@@ -69,6 +69,10 @@ struct uobj {
 	/* From uobj_alloc to its publication (or its free, if it never is):
 	 * its creator's span (FORK in obj.c).  The creator's only. */
 	bool creating;
+	/* When it joined the live list (obj.c's count of joins, under its
+	 * lock): a fork's prepare shares and prepares only the objects that
+	 * joined since the last fork that did every one (FORK in obj.c). */
+	unsigned live_seq;
 	struct uobj *pool_next;
 	/* Its close, or its release, left by a thread inside one of the
 	 * library's locks (a signal handler's close: SIGNALS in obj.c) to the
@@ -278,6 +282,11 @@ void obj_reclaim(void);
  * so a child need not write it into every object (a page written is a
  * page copied). */
 unsigned obj_fork_gen(void);
+
+/* PREPARED (obj.c): how many objects the last fork's prepare walked to
+ * share and prepare them (those made since the last fork that did every
+ * one).  For tests: a count of the prepare's work. */
+unsigned obj_fork_visits(void);
 
 /* In a forked child: set *v to 0 unless it is 0 already (a page the child
  * only reads is not copied). */

@@ -12,7 +12,15 @@
 #include "lock.h"
 #include "shm.h"
 
-#define SHM_REGION (16 * 1024)
+/* 64 kB: the kernel's fault-around window (fault_around_bytes), so that a
+ * forked child, whose page tables have none of a MAP_SHARED mapping's
+ * pages, maps a whole region's touched pages at its first fault in it,
+ * and a fork copies one mapping per 256 counters.  (With 16 kB regions a
+ * child's repair of 2000 ueventfds faulted 32 times, one per region, and a
+ * fork copied 32 mappings: docs/benchmarks.md, issue 35 item 4.)  Only
+ * the pages touched take memory; a retired region keeps those of its
+ * freed blocks until its last one is freed. */
+#define SHM_REGION (64 * 1024)
 #define SHM_PER (SHM_REGION / SHM_BLOCK)
 
 /* One region, as this process sees it (private memory: a fork copies it,
@@ -91,12 +99,15 @@ void *shm_alloc(void)
 	i = shm__region_with_room();
 	if (i >= 0) {
 		r = &shm__regions[i];
-		for (unsigned b = 0; b < SHM_PER; b++) {
-			if (r->used[b / 64] & (1ull << (b % 64)))
+		for (unsigned w = 0; w < SHM_PER / 64; w++) {
+			unsigned b;
+
+			if (r->used[w] == ~0ull)
 				continue;
-			r->used[b / 64] |= 1ull << (b % 64);
+			b = (unsigned)__builtin_ctzll(~r->used[w]);
+			r->used[w] |= 1ull << b;
 			r->live++;
-			p = r->base + (size_t)b * SHM_BLOCK;
+			p = r->base + ((size_t)w * 64 + b) * SHM_BLOCK;
 			break;
 		}
 	}

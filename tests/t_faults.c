@@ -573,6 +573,36 @@ static void scen_held(void)
 	CHECK_EQ(t_count_fds(), fds - 2);
 }
 
+/* A fork whose prepare cannot allocate its list of the objects to share
+ * (its first allocation fails) leaves them as they are (uepoll_demote(3),
+ * ENOMEM: the child's copy of the ueventfd is its own); the next fork
+ * shares them (PREPARED in obj.c: a failed share is tried again). */
+static void scen_fork_share(void)
+{
+	int u = ueventfd(0, EFD_NONBLOCK), st;
+	eventfd_t v = 0;
+	pid_t pid;
+
+	REQUIRE(u >= 0);
+	fired = false;
+	countdown = 1;
+	pid = fork();
+	countdown = 0;
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(fired);
+	pid = fork();
+	REQUIRE(pid >= 0);
+	if (pid == 0)
+		_exit(ueventfd_write(u, 1) == 0 ? 0 : 1);
+	REQUIRE(waitpid(pid, &st, 0) == pid);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CHECK(ueventfd_read(u, &v) == 0 && v == 1);
+	CHECK_EQ(uepoll_close(u), 0);
+}
+
 static unsigned long run_child(const char *name, void (*fn)(void))
 {
 	unsigned long res[2] = { 0, 0 };
@@ -628,6 +658,7 @@ int main(void)
 	n += run_child("faults/ctl", scen_ctl);
 	n += run_child("faults/no-alloc", scen_no_alloc);
 	n += run_child("faults/held-write", scen_held);
+	n += run_child("faults/fork-share", scen_fork_share);
 	printf("allocation failures injected: %lu\n", n);
 	CHECK(n >= 9);
 	return t_end();
