@@ -101,6 +101,12 @@
  *   scmet     an epoll nested EPOLLET, demoted by its send over a UNIX
  *             socket: each later write of its eventfd is an edge for the
  *             holder (helper-26)
+ *   forkpoll  eventfds shared by a fork (issue 35 item 4): the two
+ *             processes take turns on two of them (blocking semaphore
+ *             reads, 100 round trips, the layer's NOPOLL default), then
+ *             the parent's poll() of one the child wrote, read and wrote
+ *             under NOPOLL, and the child's select() and kernel epoll of
+ *             one the parent left non-zero, see the kernel's readiness
  *   forkadd   a forked child's ctl of an instance it inherited is the
  *             parent's too (F24): an eventfd the child makes and ADDs
  *             leaves with the child; an inherited instance the child ADDs,
@@ -1938,6 +1944,107 @@ static void forkadd_nest(void)
 	close(ep);
 }
 
+static uint64_t fp_read(int fd)
+{
+	uint64_t v = 0;
+
+	P_REQUIRE(read(fd, &v, 8) == 8);
+	return v;
+}
+
+static void fp_write(int fd, uint64_t v)
+{
+	P_REQUIRE(write(fd, &v, 8) == 8);
+}
+
+static short fp_poll(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN | POLLOUT };
+
+	return poll(&pf, 1, 0) == 1 ? pf.revents : 0;
+}
+
+/* The child of forkpoll: B of the handoffs. */
+static void forkpoll_child(int a2b, int b2a, int x, int y)
+{
+	int ep = epoll_create1(0), n;
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 9 }, o;
+	fd_set r;
+	struct timeval tv = { 0, 0 };
+
+	for (int i = 0; i < 100; i++) {
+		(void)fp_read(a2b);
+		fp_write(x, 2);
+		if (fp_read(x) != 2)
+			_exit(3);
+		fp_write(b2a, 1);
+	}
+	(void)fp_read(a2b);
+	fp_write(x, 3); /* the parent polls it */
+	fp_write(b2a, 1);
+	(void)fp_read(a2b);
+	printf("forkpoll: child read x %llu\n", (unsigned long long)fp_read(x));
+	fflush(stdout);
+	fp_write(b2a, 1);
+	(void)fp_read(a2b);
+	fp_write(x, 1);
+	fp_write(b2a, 1);
+	/* y: the parent wrote 5 under NOPOLL. */
+	(void)fp_read(a2b);
+	FD_ZERO(&r);
+	FD_SET(y, &r);
+	n = select(y + 1, &r, NULL, NULL, &tv);
+	printf("forkpoll: child select y %d %d\n", n, n > 0 && FD_ISSET(y, &r));
+	P_REQUIRE(ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, y, &ev) == 0);
+	printf("forkpoll: child epoll y %d\n", epoll_wait(ep, &o, 1, 0));
+	printf("forkpoll: child read y %llu\n", (unsigned long long)fp_read(y));
+	printf("forkpoll: child epoll y %d poll %#x\n", epoll_wait(ep, &o, 1, 0),
+	       fp_poll(y));
+	fflush(stdout);
+	close(ep);
+	fp_write(b2a, 1);
+	_exit(0);
+}
+
+static void run_forkpoll(void)
+{
+	int a2b = eventfd(0, EFD_SEMAPHORE), b2a = eventfd(0, EFD_SEMAPHORE);
+	int x = eventfd(0, 0), y = eventfd(0, 0);
+	pid_t pid;
+
+	P_REQUIRE(a2b >= 0 && b2a >= 0 && x >= 0 && y >= 0);
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0)
+		forkpoll_child(a2b, b2a, x, y);
+	for (int i = 0; i < 100; i++) {
+		fp_write(a2b, 1);
+		(void)fp_read(b2a);
+	}
+	fp_write(a2b, 1);
+	(void)fp_read(b2a);
+	printf("forkpoll: parent poll x %#x\n", fp_poll(x));
+	fflush(stdout);
+	fp_write(a2b, 1);
+	(void)fp_read(b2a); /* the child read x */
+	printf("forkpoll: parent poll x %#x\n", fp_poll(x));
+	fflush(stdout);
+	fp_write(a2b, 1);
+	(void)fp_read(b2a); /* the child wrote 1 */
+	printf("forkpoll: parent poll x %#x\n", fp_poll(x));
+	printf("forkpoll: parent read x %llu\n", (unsigned long long)fp_read(x));
+	printf("forkpoll: parent poll x %#x\n", fp_poll(x));
+	fp_write(y, 5);
+	fflush(stdout);
+	fp_write(a2b, 1);
+	(void)fp_read(b2a); /* the child's looks at y */
+	printf("forkpoll: child %d\n", wait_child(pid));
+	close(a2b);
+	close(b2a);
+	close(x);
+	close(y);
+}
+
 static void run_forkadd(void)
 {
 	int ep = epoll_create1(0), in = epoll_create1(0), ip = epoll_create1(0);
@@ -1989,7 +2096,7 @@ int main(int argc, char **argv)
 		{ "evbits", run_evbits },
 		{ "closereg", run_closereg }, { "ctlnest", run_ctlnest },
 		{ "closenest", run_closenest }, { "kernhold", run_kernhold },
-		{ "forkadd", run_forkadd }, { "keyreuse", run_keyreuse },
+		{ "forkpoll", run_forkpoll }, { "forkadd", run_forkadd }, { "keyreuse", run_keyreuse },
 		{ "keyclose", run_keyclose }, { "scmet", run_scmet },
 		{ "keytwo", run_keytwo }, { "kheldlt", run_kheldlt },
 		{ "aliases", run_aliases }, { "aiofd", run_aiofd },
