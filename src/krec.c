@@ -543,8 +543,17 @@ static bool krec__silent(uint32_t events)
 	return !(events & (EPOLLIN | EPOLLRDNORM));
 }
 
+/* A registration that needs the inner's level exact (LAZY in bell.c): an
+ * edge-triggered one (an edge per event), a one-shot one (its kernel epoll
+ * would disarm it for a stale level).  Counted in bell__nedge (krec->edge). */
+static bool krec__exacting(uint32_t events)
+{
+	return events & (EPOLLET | EPOLLONESHOT);
+}
+
 /* SILENT: record n becomes loud (counted, the inner watched) or silent
- * (mtx held); edge: a loud one's registration is EPOLLET. */
+ * (mtx held); edge: a loud one's registration is EPOLLET or EPOLLONESHOT
+ * (krec__exacting). */
 static void krec__nest_loud(struct port *p, struct krec *n,
 			    struct port *inner, bool loud, bool edge)
 {
@@ -555,11 +564,20 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 	edge = loud ? edge
 		    : atomic_load_explicit(&n->edge, memory_order_relaxed);
 	atomic_store_explicit(&n->edge, loud && edge, memory_order_relaxed);
+	/* LAZY in bell.c: a nesting whose holder or inner something outside
+	 * uepoll may poll keeps every level exact (counted before the
+	 * kernel call, inside krec__exact_hold's; uncounted after). */
+	if (loud && (!bell_nopoll(&p->bell) || !bell_nopoll(&inner->bell))) {
+		atomic_store_explicit(&n->exact, true, memory_order_relaxed);
+		bell_exact(1);
+	}
 	krec__set_watched(inner, loud ? 1 : -1, edge);
+	if (!loud && atomic_exchange(&n->exact, false))
+		bell_exact(-1);
 }
 
 /* WATCHED in bell.c: a loud record n's registration becomes, or stops
- * being, edge-triggered (mtx held). */
+ * being, edge-triggered or one-shot (mtx held). */
 static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
 {
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) ||
@@ -570,16 +588,16 @@ static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
 }
 
 /* Count record n as its new events say, before the kernel call that
- * makes them: loud, and edge-triggered (a holder that stops being either
- * is uncounted after the call, krec__nest_settle). */
+ * makes them: loud, and edge-triggered or one-shot (a holder that stops
+ * being either is uncounted after the call, krec__nest_settle). */
 static void krec__nest_count(struct port *p, struct krec *n,
 			     struct port *inner, uint32_t events)
 {
 	if (krec__silent(events))
 		return;
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed))
-		krec__nest_loud(p, n, inner, true, events & EPOLLET);
-	else if (events & EPOLLET)
+		krec__nest_loud(p, n, inner, true, krec__exacting(events));
+	else if (krec__exacting(events))
 		krec__nest_edge(n, inner, true);
 }
 
@@ -594,7 +612,7 @@ static void krec__nest_settle(struct port *p, struct krec *n,
 		if (!atomic_load_explicit(&n->silent, memory_order_relaxed))
 			(void)bell_kernel(&p->bell, BELL_K_STALE, 0);
 		krec__nest_loud(p, n, inner, false, false);
-	} else if (!(events & EPOLLET)) {
+	} else if (!krec__exacting(events)) {
 		krec__nest_edge(n, inner, false);
 	}
 }
@@ -655,11 +673,62 @@ static int krec__nest_del(struct port *p, struct krec *n, struct port *inner,
 	return r;
 }
 
+static int krec__ctl_nest(struct port *p, int op, int fd, struct port *inner,
+			  struct epoll_event *ev);
+static struct port *krec__inner_get(struct krec *n);
+
+/* LAZY in bell.c: instances p holds, at every level, may have left their
+ * doorbells rung with nothing ready behind them; take those (UNSTALE's
+ * look: the queues left in place, as a refused ctl has not polled).  No
+ * lock held: a reference dropped here may be an instance's last. */
+static void krec__exact(struct port *p, int depth)
+{
+	if (depth >= 8) /* the kernel limits nesting; this bounds the walk */
+		return;
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next) {
+		struct port *in;
+
+		if (!atomic_load_explicit(&n->inner, memory_order_acquire) ||
+		    atomic_load_explicit(&n->silent, memory_order_relaxed) ||
+		    !(in = krec__inner_get(n)))
+			continue;
+		(void)bell_look(&in->bell, &in->rq, BELL_LOOK_EXACT);
+		krec__exact(in, depth + 1);
+		uobj_put(&in->obj);
+	}
+}
+
+void krec_nest_exact(struct port *p)
+{
+	krec__exact(p, 0);
+}
+
+/* A loud registration of inner is about to be made (ADD or MOD): LAZY in
+ * bell.c may have left inner, or a level below it, rung with nothing ready
+ * behind it, which the kernel's call would poll.  Counted in bell__nexact
+ * first (reads and waits stop being LAZY: a read that emptied a source
+ * before the count is seen by the look after it, seq_cst), then inner and
+ * every level below it made exact, so that the call polls exact fds, and a
+ * record that needs them exact (krec__exacting, or an instance that is not
+ * NOPOLL: counted under mtx, before the call) finds them so.  The record's
+ * own counts, if the call makes them, outlive this hold.  A ctl of a
+ * nesting is rare: the look's calls are its cost. */
+static void krec__exact_hold(struct port *inner, bool begin)
+{
+	bell_exact(begin ? 1 : -1);
+	if (!begin)
+		return;
+	(void)bell_look(&inner->bell, &inner->rq, BELL_LOOK_EXACT);
+	krec__exact(inner, 0);
+}
+
 /* A nested instance: the kernel answers, with our record as the data. */
 int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev)
 {
-	struct krec *n;
+	bool loud;
 	int r;
 
 	/* An unknown op, the instance itself, or EPOLLEXCLUSIVE on an epoll:
@@ -669,6 +738,22 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
 	    inner == p || (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE)))
 		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
+	loud = op != EPOLL_CTL_DEL && !krec__silent(ev->events);
+	if (loud)
+		krec__exact_hold(inner, true);
+	r = krec__ctl_nest(p, op, fd, inner, ev);
+	if (loud)
+		krec__exact_hold(inner, false);
+	return r;
+}
+
+/* krec_ctl_nest's ctl, mtx taken here. */
+static int krec__ctl_nest(struct port *p, int op, int fd, struct port *inner,
+			  struct epoll_event *ev)
+{
+	struct krec *n;
+	int r;
+
 	lock_take(&p->mtx);
 	if (port_demoting(p)) { /* DEMOTE in port.c: the kernel's now */
 		lock_drop(&p->mtx);
@@ -1096,6 +1181,8 @@ void krec_release(struct port *p)
 		in = krec__inner_get(n);
 		if (in && !atomic_load(&n->silent))
 			krec__set_watched(in, -1, atomic_load(&n->edge));
+		if (atomic_exchange(&n->exact, false)) /* LAZY: its count */
+			bell_exact(-1);
 		p->krecs = n->next;
 		lock_drop(&p->mtx);
 		/* Outside mtx: this may be the inner's last reference, and its

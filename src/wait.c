@@ -339,7 +339,8 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
  */
 static void wait__settle(struct port *p, bool poll, bool slept)
 {
-	/* An instance watched by another one keeps its fd exact; items
+	/* An instance watched by another one keeps its fd exact (unless
+	 * LAZY in bell.c: its holders' checks take a stale doorbell); items
 	 * left (beyond maxevents, or level-triggered ones put back): a
 	 * sleeper or an outside poller must see them; nothing left: a stale
 	 * doorbell goes (a poll; an instance a kernel epoll holds
@@ -350,7 +351,8 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 				(atomic_load_explicit(&p->kheld,
 						      memory_order_relaxed)
 					 ? BELL_KHELD
-					 : 0));
+					 : 0) |
+				(port_any_kheld() ? BELL_EXACT : 0));
 }
 
 static bool wait__ready(void *p)
