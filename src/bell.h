@@ -442,7 +442,12 @@ static inline bool bell__kernel_none(struct bell *b)
 {
 	return atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
 }
-
+static inline int bell__kernel_count(struct bell *b)
+{
+	if (atomic_load_explicit(&b->ksettle, memory_order_relaxed))
+		return -1;
+	return atomic_load_explicit(&b->nkernel, memory_order_relaxed);
+}
 
 /* --- nesting (krec.c) --- */
 
@@ -621,7 +626,9 @@ static inline bool bell_look(struct bell *b, struct readyq *q, unsigned how)
  *    (a demotion) is counted for good;
  *  - BELL_K_NONE: 1 if none (a relaxed hint for a wait's choice of path:
  *    a wait that skips the kernel epoll wrongly only looks later; never
- *    below the true number).
+ *    below the true number);
+ *  - BELL_K_COUNT: the count, or -1 while a MOD's look is owed (STALE) (a
+ *    relaxed hint: SOLO in krec.c compares it with the records it sees).
  * Returns 0 but for BELL_K_LOOK and BELL_K_NONE.
  */
 enum bell_kop {
@@ -632,6 +639,7 @@ enum bell_kop {
 	BELL_K_LOOK,
 	BELL_K_LOOKED,
 	BELL_K_NONE,
+	BELL_K_COUNT,
 };
 static inline int bell_kernel(struct bell *b, enum bell_kop op, int arg)
 {
@@ -655,6 +663,8 @@ static inline int bell_kernel(struct bell *b, enum bell_kop op, int arg)
 		break;
 	case BELL_K_NONE:
 		return bell__kernel_none(b);
+	case BELL_K_COUNT:
+		return bell__kernel_count(b);
 	}
 	return 0;
 }

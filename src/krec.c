@@ -935,6 +935,111 @@ static bool krec__ready(struct port *p, int depth)
 	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
 }
 
+/* SOLO: a loud registration the kernel reports exactly while its inner
+ * is ready, whatever happened before: level-triggered, not one-shot. */
+static bool krec__plain(struct krec *n)
+{
+	return !(atomic_load_explicit(&n->kreg, memory_order_relaxed) &
+		 (EPOLLET | EPOLLONESHOT));
+}
+
+/* SOLO: is p's fd readable, as far as its ready queues at every level tell
+ * without a system call?  1 yes, 0 no, -1 only the kernel knows (a kernel
+ * fd, an edge-triggered or one-shot registration, a MOD's look owed).  Its
+ * look is the holders' check's (LOOK_NESTED: the queue pruned, a stale
+ * doorbell taken), so a 0 leaves the fd not readable. */
+static int krec__known(struct port *p, int depth)
+{
+	int nloud = 0, r = 0;
+
+	if (bell_look(&p->bell, &p->rq, BELL_LOOK_NESTED))
+		return 1;
+	if (depth >= 8) /* the kernel limits nesting; this bounds the walk */
+		return -1;
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next) {
+		struct port *in;
+		int k = -1;
+
+		if (!atomic_load_explicit(&n->inner, memory_order_acquire) ||
+		    atomic_load_explicit(&n->silent, memory_order_relaxed))
+			continue;
+		nloud++;
+		if (krec__plain(n) && (in = krec__inner_get(n))) {
+			k = krec__known(in, depth + 1);
+			uobj_put(&in->obj);
+		}
+		if (k == 1)
+			return 1;
+		if (k < 0)
+			r = -1;
+	}
+	/* Nothing else in the kernel epoll may fire. */
+	if (bell_kernel(&p->bell, BELL_K_COUNT, 0) != nloud)
+		return -1;
+	return r;
+}
+
+/*
+ * SOLO (KERNEL COST in wait.c).  A holder whose only registration that may
+ * fire is one nested instance held level-triggered, not one-shot (perf's
+ * `bench epoll wait -N` chain), with nothing of its own queued, is ready
+ * exactly when that instance is, which the ready queues at every level
+ * tell (krec__known); the kernel's report would be decided by the same
+ * look (krec__ready).  So a zero-timeout wait answers without the kernel's
+ * epoll_wait.  What that call would have done besides needs nothing of us
+ * for such a registration: the kernel's poll of the inner drops its stale
+ * entries (our look prunes and takes a stale doorbell at every level), and
+ * a level-triggered report leaves the registration queued as it was.  Two
+ * or more such registrations (the kernel's list orders them), kernel fds,
+ * edge-triggered or one-shot registrations (the list holds their edge),
+ * a MOD's owed look (STALE), items of its own: the kernel is asked.  The
+ * counts read are relaxed hints: a registration added meanwhile was added
+ * after this look, as far as the caller can tell.
+ */
+int krec_solo(struct port *p, struct epoll_event *ev)
+{
+	struct krec *solo = NULL;
+	struct krec_view v;
+	struct port *in;
+	uint32_t tag, kreg;
+	int k;
+
+	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 ||
+	    bell_rung(&p->bell) || !rq_empty(&p->rq) ||
+	    bell_kernel(&p->bell, BELL_K_COUNT, 0) != 1)
+		return -1;
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next) {
+		if (!atomic_load_explicit(&n->inner, memory_order_acquire) ||
+		    atomic_load_explicit(&n->silent, memory_order_relaxed))
+			continue;
+		if (solo)
+			return -1;
+		solo = n;
+	}
+	if (!solo || !krec__plain(solo) || !(in = krec__inner_get(solo)))
+		return -1;
+	k = krec__known(in, 1);
+	uobj_put(&in->obj);
+	if (k <= 0)
+		return k;
+	/* DATA: the tag, the fields, then krec_of's fence and tag again. */
+	tag = atomic_load_explicit(&solo->tag, memory_order_acquire);
+	kreg = atomic_load_explicit(&solo->kreg, memory_order_relaxed);
+	if (krec_of(p, (uint64_t)(uintptr_t)solo |
+			       ((uint64_t)(tag & 0xffff) << 48),
+		    &v) != solo ||
+	    !v.nested || (kreg & (EPOLLET | EPOLLONESHOT)))
+		return -1;
+	/* An epoll's fd reports EPOLLIN | EPOLLRDNORM, as registered. */
+	ev->events = kreg & (EPOLLIN | EPOLLRDNORM);
+	ev->data.u64 = v.data;
+	return 1;
+}
+
 size_t krec_count(struct port *p)
 {
 	size_t c = 0;

@@ -116,6 +116,10 @@ void krec_rr_settle(struct port *p);
 /* Does the nested instance of record n really have something? (depth: of
  * the nesting, bounds the recursion) */
 bool krec_nest_ready(struct krec *n, int depth);
+/* SOLO (krec.c): a zero-timeout look at p that its kernel epoll need not
+ * make: 1 with the one event in *ev, 0 nothing is ready, -1 ask the
+ * kernel. */
+int krec_solo(struct port *p, struct epoll_event *ev);
 /* Make the fds of the instances p holds, at every level, exact: a doorbell
  * left rung with nothing ready behind it (LAZY in bell.c) taken, the
  * queues left in place (poll() through the preload, port__looked).  No lock

@@ -298,6 +298,10 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 
 	if (bell_kernel(&p->bell, BELL_K_NONE, 0))
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
+	/* A holder of one nested instance alone: its ready queues answer
+	 * (SOLO in krec.c).  Not in a batch, which merges what it takes. */
+	if (!kc && (r = krec_solo(p, evs)) >= 0)
+		return r;
 	if (!rb) {
 		rq_batch_init(&own, wait__gen(p));
 		rb = &own;

@@ -3,9 +3,15 @@
  * level-triggered, as `perf bench epoll wait -N` nests them; UEVENTFD_NOPOLL
  * ueventfds in `in`) leaves the inner instances' doorbells rung when the
  * reads empty them (LAZY in src/bell.c): the holders' checks take a stale
- * level, so a busy loop of K writes, a wait on `out`, a wait on `in` and
- * the K reads makes one system call per iteration (the wait on `out`),
- * where the kernel makes 2K + 2 and an exact chain (no NOPOLL) 2K + 3
+ * level; and a zero-timeout wait on `out`, whose one registration is a
+ * nested instance held level-triggered, answers from the ready queues
+ * below it without the kernel's epoll_wait (SOLO in src/krec.c).  So a
+ * busy loop of K writes, a wait on `out`, a wait on `in` and the K reads
+ * makes no system call at all, where the kernel makes 2K + 2; an exact
+ * chain (no NOPOLL) makes the kernel's 2K + 2: the K writes and K reads of
+ * the ueventfds' kernel fds (MIRROR), the doorbell's ring when `in` becomes
+ * ready and its clear when the reads empty it (the chain's fds exact for
+ * poll() and kernel epolls) where the kernel's two epoll_waits were
  * (counted through tests/libcwrap.c: no timing).  And every answer is the
  * kernel's (a log compared with the kernel epoll's and eventfd's, the same
  * script on both):
@@ -248,8 +254,8 @@ int main(void)
 	printf("per iteration of %d events: NOPOLL chain %d calls in %d "
 	       "iterations, exact chain %d (the kernel: %d)\n",
 	       K, lazy, n, exact, n * (2 * K + 2));
-	CHECK_EQ(lazy, n);
-	CHECK_EQ(exact, n * (2 * K + 3));
+	CHECK_EQ(lazy, 0);
+	CHECK_EQ(exact, n * (2 * K + 2));
 	script(&calls_kernel, &k);
 	script(&calls_uepoll, &u);
 	t_log_same(&k, &u, "lazy chain");
