@@ -936,11 +936,19 @@ static bool krec__ready(struct port *p, int depth)
 }
 
 /* SOLO: a loud registration the kernel reports exactly while its inner
- * is ready, whatever happened before: level-triggered, not one-shot. */
+ * is ready, whatever happened before: level-triggered, not one-shot, and
+ * asking EPOLLIN (an epoll wakes its pollers with the key EPOLLIN, so a
+ * registration of EPOLLRDNORM alone is queued only by the ADD's or MOD's
+ * poll: its report is the kernel's list's). */
+static bool krec__plain_ev(uint32_t k)
+{
+	return (k & EPOLLIN) && !(k & (EPOLLET | EPOLLONESHOT));
+}
+
 static bool krec__plain(struct krec *n)
 {
-	return !(atomic_load_explicit(&n->kreg, memory_order_relaxed) &
-		 (EPOLLET | EPOLLONESHOT));
+	return krec__plain_ev(atomic_load_explicit(&n->kreg,
+						   memory_order_relaxed));
 }
 
 /* SOLO: is p's fd readable, as far as its ready queues at every level tell
@@ -952,7 +960,11 @@ static int krec__known(struct port *p, int depth)
 {
 	int nloud = 0, r = 0;
 
-	if (bell_look(&p->bell, &p->rq, BELL_LOOK_NESTED))
+	/* (With no item and the doorbell not rung the look does nothing:
+	 * skipped, for a level of kernel fds only.) */
+	if ((atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 ||
+	     bell_rung(&p->bell) || !rq_empty(&p->rq)) &&
+	    bell_look(&p->bell, &p->rq, BELL_LOOK_NESTED))
 		return 1;
 	if (depth >= 8) /* the kernel limits nesting; this bounds the walk */
 		return -1;
@@ -1032,7 +1044,7 @@ int krec_solo(struct port *p, struct epoll_event *ev)
 	if (krec_of(p, (uint64_t)(uintptr_t)solo |
 			       ((uint64_t)(tag & 0xffff) << 48),
 		    &v) != solo ||
-	    !v.nested || (kreg & (EPOLLET | EPOLLONESHOT)))
+	    !v.nested || !krec__plain_ev(kreg))
 		return -1;
 	/* An epoll's fd reports EPOLLIN | EPOLLRDNORM, as registered. */
 	ev->events = kreg & (EPOLLIN | EPOLLRDNORM);

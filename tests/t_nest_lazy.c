@@ -25,6 +25,7 @@
  *    EXACT_NO_LOOK) reports the next write, once;
  *  - an edge-triggered holder added over a stale level gets an edge for the
  *    next write, and none for the stale level;
+ *  - a pipe in `in`, which only the kernel knows ready (SOLO asks it);
  *  - a kernel epoll that comes to hold `out` through uepoll_ctl (NOPOLL
  *    ends for good: bell__nexact) and poll() see it exact: not ready over
  *    the stale level, ready for a write, not ready after its read.
@@ -33,6 +34,7 @@
 #include "libcwrap.h"
 #include "calls.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -172,7 +174,8 @@ static void script(const struct calls *c, struct t_log *l)
 	struct sleeper s = { .c = c };
 	struct chain ch;
 	pthread_t th;
-	int x, kep;
+	int x, kep, pp[2];
+	char buf[1];
 
 	chain_open(c, &ch, true);
 	for (int i = 0; i < 3; i++) {
@@ -218,6 +221,23 @@ static void script(const struct calls *c, struct t_log *l)
 	take(c, ch.e[4]);
 	t_log_res(l, c->ctl(x, EPOLL_CTL_DEL, ch.out, NULL));
 	CHECK_EQ(c->close(x), 0);
+
+	/* A kernel fd in `in`: only the kernel knows it is ready (SOLO asks
+	 * it). */
+	iteration(c, &ch, 5, l);
+	REQUIRE(pipe2(pp, O_NONBLOCK) == 0);
+	ev.events = EPOLLIN;
+	ev.data.u64 = 9;
+	t_log_res(l, c->ctl(ch.in, EPOLL_CTL_ADD, pp[0], &ev));
+	logwait(c, l, ch.out);
+	CHECK_EQ(write(pp[1], "x", 1), 1);
+	logwait(c, l, ch.out);
+	logwait(c, l, ch.in);
+	CHECK_EQ(read(pp[0], buf, 1), 1);
+	logwait(c, l, ch.out);
+	t_log_res(l, c->ctl(ch.in, EPOLL_CTL_DEL, pp[0], NULL));
+	CHECK_EQ(close(pp[0]), 0);
+	CHECK_EQ(close(pp[1]), 0);
 
 	/* A kernel epoll comes to hold out (through uepoll_ctl), over a
 	 * stale level; and poll(). */
