@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <uepoll.h>
+
 static void nested_size(bool quick, struct params *p, int *reps)
 {
 	params_set(p, "fds", 64);
@@ -27,15 +29,21 @@ static const struct nested_variant {
 	const char *name;
 	enum src_kind src;
 	int nest;
+	uint32_t uflags; /* uepoll_create2() options of every instance */
 } nested_variants[] = {
-	{ "efd-N0", SRC_EFD, 0 },
-	{ "efd-N2", SRC_EFD, 2 },
-	{ "pipe-N0", SRC_PIPE, 0 },
-	{ "pipe-N2", SRC_PIPE, 2 },
+	{ "efd-N0", SRC_EFD, 0, 0 },
+	{ "efd-N2", SRC_EFD, 2, 0 },
+	{ "pipe-N0", SRC_PIPE, 0, 0 },
+	{ "pipe-N2", SRC_PIPE, 2, 0 },
 	/* The sources in the innermost instance, the chain registered with
 	 * EPOLLIN: every event travels up two levels. */
-	{ "efd-deep2", SRC_EFD, 2 | 0x100 },
-	{ "pipe-deep2", SRC_PIPE, 2 | 0x100 },
+	{ "efd-deep2", SRC_EFD, 2 | 0x100, 0 },
+	{ "pipe-deep2", SRC_PIPE, 2 | 0x100, 0 },
+	/* deep2 with nothing outside uepoll polling any fd (UEPOLL_NOPOLL
+	 * instances, UEVENTFD_NOPOLL sources; the kernel's row is efd-deep2's
+	 * job): uepoll-run's default.  The chain's levels need not be exact
+	 * for anybody then (LAZY in src/bell.c). */
+	{ "efd-nopoll-deep2", SRC_EFD_NOPOLL, 2 | 0x100, UEPOLL_NOPOLL },
 };
 
 static int nested_cases(struct bcase *out, int max)
@@ -51,6 +59,7 @@ static int nested_cases(struct bcase *out, int max)
 			 nested_variants[i].name);
 		out[n].src = nested_variants[i].src;
 		out[n].flags = (uint32_t)nested_variants[i].nest;
+		out[n].uflags = nested_variants[i].uflags;
 		out[n].systems = SYSM_KU;
 	}
 	return n;

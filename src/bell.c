@@ -150,6 +150,47 @@
  * seq_cst: either it sees `set` == 0 or the clear's later look sees the
  * items back).
  *
+ * LAZY (a watched instance's clear, left to its holders).  While no
+ * edge-triggered or one-shot nesting exists in the process (bell__nedge ==
+ * 0) and no kernel epoll holds an instance level-triggered through
+ * uepoll_ctl (port_any_kheld, told as BELL_EXACT), a watched instance
+ * whose last ready item goes (a read that empties its source, a wait that
+ * takes it) leaves its doorbell rung (bell_look's CHANGED and RETURN skip
+ * bell__mirror; a read does not even walk its watchers: bell_any_exact),
+ * as an unwatched instance does.  Every level-triggered holder that the
+ * stale level reaches is a uepoll instance, which checks what the kernel
+ * reports before it returns it (krec__ready, krec.c: BELL_LOOK_NESTED on
+ * every level, which prunes and takes a stale doorbell), so no wait
+ * returns a nested instance that has nothing; a holder asleep in its
+ * kernel epoll is woken by the stale level once, takes it in its check and
+ * sleeps again.  What it saves is the pair a busy nesting paid per
+ * iteration: the clear when the reads empty the instance, and so the ring
+ * when the next event comes (`set` is still 1: DOORBELL's invariant holds,
+ * the eventfd counts).  Nothing here can lose a wakeup: only takes are
+ * skipped, never a ring, and a take that is made is bell__clear's.  What
+ * needs the level exact is counted before it can look:
+ *  - an edge-triggered holder (an edge per event, not per level) and a
+ *    one-shot one (its kernel epoll reports the stale level and disarms
+ *    the registration; our check then drops the event, which the kernel
+ *    would have kept for a real one) count in bell__nedge before their
+ *    kernel call, and the chain below is then made exact
+ *    (krec_nest_exact, krec.c: every level's LOOK_NESTED), so the call
+ *    polls exact fds; a read that emptied its source before that count
+ *    is seen by the look (seq_cst: the read's CAS, then its load of
+ *    bell__nedge; the count, then the look's poll of the source);
+ *  - a kernel epoll that holds an instance level-triggered (kheld) is
+ *    counted before its call (port__polled), and the ctl's look after it
+ *    (port__looked) makes the chain below exact; from then on reads look
+ *    (BELL_EXACT), so UNSTALE's exactness holds for it;
+ *  - poll() and select() through the preload look first (port__looked:
+ *    the instance and every level below it).
+ * What stays: a kernel epoll or poll() that uepoll does not see (no
+ * preload) reads a watched instance, and its holders, ready after their
+ * last event was taken, until a look, as for an unwatched instance
+ * (uepoll(7)); one such held EPOLLET gets an edge only when the doorbell
+ * was taken since.  models/watched.pml: the holder's check that finds
+ * nothing is the only clear of config 0 (MUTANT_LAZY_NO_CHECK_CLEAR).
+ *
  * NOPOLL (UEPOLL_NOPOLL: nothing outside uepoll's calls polls the
  * instance's fd).  Then the doorbell is only for threads of ours: a signal
  * rings only while a thread is counted in `sleepers` or the instance is
@@ -763,6 +804,9 @@ void bell__polled_outside(struct bell *b, struct readyq *q)
 {
 	if (!atomic_load(&b->nopoll))
 		return;
+	/* LAZY: whatever it holds or is held by must stay exact from now on,
+	 * for good (counted before the caller's look: port__looked). */
+	bell_exact(1);
 	/* UNNOPOLL: the store, then the nappers (they must sleep where the
 	 * doorbell wakes them), then the queue: a signal that loaded nopoll
 	 * before the store skipped its ring, after queueing its item, so the
@@ -776,10 +820,20 @@ void bell__polled_outside(struct bell *b, struct readyq *q)
 /* Instances with watched > 0, process-wide. */
 static _Atomic int bell__nwatched;
 _Atomic int bell__nedge;
+_Atomic int bell__nexact;
 
 bool bell_any_watched(void)
 {
 	return atomic_load_explicit(&bell__nwatched, memory_order_relaxed) > 0;
+}
+
+bool bell_any_exact(void)
+{
+	/* seq_cst, after the caller's change of its source: against
+	 * krec_nest_exact's count then look (LAZY). */
+	return (atomic_load(&bell__nedge) > 0 ||
+		atomic_load(&bell__nexact) > 0) &&
+	       bell_any_watched();
 }
 
 /* bell_watch, wlock held; prune: a new watch drops the queue's items that

@@ -170,6 +170,20 @@ static inline bool bell__wanted(struct bell *b)
  * the process (WATCHED in bell.c): while there is one, every watched
  * instance rings on every event.  seq_cst. */
 extern _Atomic int bell__nedge;
+/* Nestings whose levels something outside uepoll may poll, anywhere in the
+ * process (LAZY in bell.c): while there is one, every watched instance keeps
+ * its doorbell's level exact.  seq_cst; only through bell_exact. */
+extern _Atomic int bell__nexact;
+
+/* LAZY: count (delta 1) or uncount (-1) a nesting that needs every watched
+ * instance's level exact: a loud nested record whose holder or inner is
+ * not NOPOLL, a ctl of one in flight (krec.c), an instance polled from
+ * outside or demoted (for good: port.c).  Counted before the look that
+ * makes the levels exact, uncounted after the call that ends it. */
+static inline void bell_exact(int delta)
+{
+	atomic_fetch_add(&bell__nexact, delta);
+}
 
 /* Write the doorbell unless it is rung already (a watched instance's
  * holders look at the doorbell, never at a napper's futex). */
@@ -280,6 +294,12 @@ static inline unsigned bell_signal(struct bell *b, uint32_t ev, unsigned how,
 static inline bool bell__nopoll(struct bell *b)
 {
 	return atomic_load_explicit(&b->nopoll, memory_order_relaxed);
+}
+
+/* UEPOLL_NOPOLL still on (a relaxed hint: LAZY's counts decide). */
+static inline bool bell_nopoll(struct bell *b)
+{
+	return bell__nopoll(b);
 }
 
 static inline bool bell_watched(struct bell *b)
@@ -422,6 +442,12 @@ static inline bool bell__kernel_none(struct bell *b)
 {
 	return atomic_load_explicit(&b->nkernel, memory_order_relaxed) <= 0;
 }
+static inline int bell__kernel_count(struct bell *b)
+{
+	if (atomic_load_explicit(&b->ksettle, memory_order_relaxed))
+		return -1;
+	return atomic_load_explicit(&b->nkernel, memory_order_relaxed);
+}
 
 /* --- nesting (krec.c) --- */
 
@@ -471,6 +497,12 @@ void bell__polled_outside(struct bell *b, struct readyq *q);
 /* Is any instance of the process watched?  (Lets hot paths skip the work
  * only watched instances need.) */
 bool bell_any_watched(void);
+/* Is any instance of the process watched and kept exact (not LAZY: an
+ * edge-triggered, one-shot or outside-polled nesting exists)?  Then a read
+ * that empties a source must look at its watched instances.  seq_cst loads
+ * of the counts, after the caller's change of its source (LAZY in
+ * bell.c). */
+bool bell_any_exact(void);
 
 
 /*
@@ -486,16 +518,24 @@ bool bell_any_watched(void);
  *  - BELL_LOOK_SLEEP: a wait is about to sleep (a level-triggered doorbell,
  *    watched, is mirrored first: it would wake the sleep at once);
  *  - BELL_LOOK_CHANGED: an item stopped being ready outside any wait (a
- *    watched instance mirrored; one a kernel epoll holds level-triggered,
- *    BELL_KHELD, made not ready if nothing queued is: UNSTALE);
- *  - BELL_LOOK_RETURN: a wait returns (mirrored if watched; items left:
+ *    watched instance mirrored unless LAZY, BELL_EXACT telling it a kernel
+ *    epoll holds some instance level-triggered; one a kernel epoll holds
+ *    level-triggered, BELL_KHELD, made not ready if nothing queued is:
+ *    UNSTALE);
+ *  - BELL_LOOK_RETURN: a wait returns (mirrored if watched and not LAZY,
+ *    as CHANGED; items left:
  *    rung for a sleeper or an outside poller, unless BELL_SLEPT and nobody
  *    else sleeps or watches; none left: a stale doorbell taken for a
  *    BELL_POLL wait, one that does not block, or a BELL_KHELD instance, if
  *    exact);
  *  - BELL_LOOK_NESTED: a kernel poll of the instance's fd (nesting) is
  *    about to look: items not ready dropped (the doorbell rung again if
- *    some are kept), else the doorbell taken.  True if items are queued.
+ *    some are kept), else the doorbell taken.  True if items are queued;
+ *  - BELL_LOOK_EXACT: a holder that needs the level exact is about to
+ *    register (or poll() is about to look at a holder of the instance):
+ *    a doorbell left rung with nothing ready behind it taken (LAZY), the
+ *    queue left in place (UNSTALE's look: a refused ctl polls nothing);
+ *    a rung doorbell with something ready is left alone (no wakeup).
  * Under no lock of the instance but the caller's (mtx for NESTED and
  * CHANGED through port_revalidate); each step takes dblock where it calls.
  */
@@ -506,10 +546,25 @@ enum bell_look {
 	BELL_LOOK_CHANGED,
 	BELL_LOOK_RETURN,
 	BELL_LOOK_NESTED,
+	BELL_LOOK_EXACT,
 };
 #define BELL_SLEPT 0x100u
 #define BELL_POLL 0x200u
 #define BELL_KHELD 0x400u
+#define BELL_EXACT 0x800u
+/* LAZY (bell.c): may a watched instance leave its doorbell rung after its
+ * last ready item went, for its holders' checks to take?  Not while an
+ * edge-triggered or one-shot nesting exists in the process (bell__nedge),
+ * or a nesting that something outside uepoll may poll (bell__nexact), nor
+ * when the caller says BELL_EXACT (a kernel epoll holds some instance
+ * level-triggered through uepoll_ctl: port_any_kheld).  seq_cst: after the
+ * change that made the item not ready (a read's CAS of the counter),
+ * against a count then look (krec.c's hold, port__looked). */
+static inline bool bell__lazy(unsigned how)
+{
+	return !(how & BELL_EXACT) && atomic_load(&bell__nedge) == 0 &&
+	       atomic_load(&bell__nexact) == 0;
+}
 static inline bool bell_look(struct bell *b, struct readyq *q, unsigned how)
 {
 	switch ((enum bell_look)(how & 0xffu)) {
@@ -526,13 +581,16 @@ static inline bool bell_look(struct bell *b, struct readyq *q, unsigned how)
 			bell__mirror(b, q);
 		break;
 	case BELL_LOOK_CHANGED:
-		if (bell_watched(b))
-			bell__mirror(b, q);
-		else if (how & BELL_KHELD)
+		if (bell_watched(b)) {
+			if (!bell__lazy(how))
+				bell__mirror(b, q);
+		} else if (how & BELL_KHELD) {
 			bell__unstale(b, q);
+		}
 		break;
 	case BELL_LOOK_RETURN:
-		bell__mirror(b, q);
+		if (!bell__lazy(how))
+			bell__mirror(b, q);
 		if (!rq_empty(q))
 			bell__settle(b, how & BELL_SLEPT);
 		else if ((how & (BELL_POLL | BELL_KHELD)) && bell__exact(b))
@@ -542,6 +600,13 @@ static inline bool bell_look(struct bell *b, struct readyq *q, unsigned how)
 		if (bell__prune(b, q))
 			return true;
 		bell__clear(b, q);
+		break;
+	case BELL_LOOK_EXACT:
+		/* Only a level with nothing ready behind it: a take and a
+		 * ring again would be a wakeup, an edge for an edge-triggered
+		 * holder that the kernel does not give. */
+		if (bell_rung(b) && !rq_any_ready(q))
+			bell__unstale(b, q);
 		break;
 	}
 	return !rq_empty(q);
@@ -561,7 +626,9 @@ static inline bool bell_look(struct bell *b, struct readyq *q, unsigned how)
  *    (a demotion) is counted for good;
  *  - BELL_K_NONE: 1 if none (a relaxed hint for a wait's choice of path:
  *    a wait that skips the kernel epoll wrongly only looks later; never
- *    below the true number).
+ *    below the true number);
+ *  - BELL_K_COUNT: the count, or -1 while a MOD's look is owed (STALE) (a
+ *    relaxed hint: SOLO in krec.c compares it with the records it sees).
  * Returns 0 but for BELL_K_LOOK and BELL_K_NONE.
  */
 enum bell_kop {
@@ -572,6 +639,7 @@ enum bell_kop {
 	BELL_K_LOOK,
 	BELL_K_LOOKED,
 	BELL_K_NONE,
+	BELL_K_COUNT,
 };
 static inline int bell_kernel(struct bell *b, enum bell_kop op, int arg)
 {
@@ -595,6 +663,8 @@ static inline int bell_kernel(struct bell *b, enum bell_kop op, int arg)
 		break;
 	case BELL_K_NONE:
 		return bell__kernel_none(b);
+	case BELL_K_COUNT:
+		return bell__kernel_count(b);
 	}
 	return 0;
 }

@@ -381,7 +381,7 @@ static void uefd__was_read(struct uefd *e, bool emptied)
 {
 	if (atomic_load(&e->wq.nout))
 		wq_wake(&e->wq, EPOLLOUT, false);
-	if (emptied && (bell_any_watched() || port_any_kheld()) &&
+	if (emptied && (bell_any_exact() || port_any_kheld()) &&
 	    atomic_load(&e->wq.n))
 		wq_unready(&e->wq);
 }
@@ -428,7 +428,7 @@ static void uefd__owed_fn(struct lock_owed *o, unsigned bits)
  * or its holder's kernel epoll would report it. */
 static void uefd__full(struct uefd *e)
 {
-	if ((bell_any_watched() || port_any_kheld()) &&
+	if ((bell_any_exact() || port_any_kheld()) &&
 	    atomic_load(&e->wq.nout))
 		wq_unready(&e->wq);
 }

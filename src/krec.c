@@ -543,8 +543,17 @@ static bool krec__silent(uint32_t events)
 	return !(events & (EPOLLIN | EPOLLRDNORM));
 }
 
+/* A registration that needs the inner's level exact (LAZY in bell.c): an
+ * edge-triggered one (an edge per event), a one-shot one (its kernel epoll
+ * would disarm it for a stale level).  Counted in bell__nedge (krec->edge). */
+static bool krec__exacting(uint32_t events)
+{
+	return events & (EPOLLET | EPOLLONESHOT);
+}
+
 /* SILENT: record n becomes loud (counted, the inner watched) or silent
- * (mtx held); edge: a loud one's registration is EPOLLET. */
+ * (mtx held); edge: a loud one's registration is EPOLLET or EPOLLONESHOT
+ * (krec__exacting). */
 static void krec__nest_loud(struct port *p, struct krec *n,
 			    struct port *inner, bool loud, bool edge)
 {
@@ -555,11 +564,20 @@ static void krec__nest_loud(struct port *p, struct krec *n,
 	edge = loud ? edge
 		    : atomic_load_explicit(&n->edge, memory_order_relaxed);
 	atomic_store_explicit(&n->edge, loud && edge, memory_order_relaxed);
+	/* LAZY in bell.c: a nesting whose holder or inner something outside
+	 * uepoll may poll keeps every level exact (counted before the
+	 * kernel call, inside krec__exact_hold's; uncounted after). */
+	if (loud && (!bell_nopoll(&p->bell) || !bell_nopoll(&inner->bell))) {
+		atomic_store_explicit(&n->exact, true, memory_order_relaxed);
+		bell_exact(1);
+	}
 	krec__set_watched(inner, loud ? 1 : -1, edge);
+	if (!loud && atomic_exchange(&n->exact, false))
+		bell_exact(-1);
 }
 
 /* WATCHED in bell.c: a loud record n's registration becomes, or stops
- * being, edge-triggered (mtx held). */
+ * being, edge-triggered or one-shot (mtx held). */
 static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
 {
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed) ||
@@ -570,16 +588,16 @@ static void krec__nest_edge(struct krec *n, struct port *inner, bool edge)
 }
 
 /* Count record n as its new events say, before the kernel call that
- * makes them: loud, and edge-triggered (a holder that stops being either
- * is uncounted after the call, krec__nest_settle). */
+ * makes them: loud, and edge-triggered or one-shot (a holder that stops
+ * being either is uncounted after the call, krec__nest_settle). */
 static void krec__nest_count(struct port *p, struct krec *n,
 			     struct port *inner, uint32_t events)
 {
 	if (krec__silent(events))
 		return;
 	if (atomic_load_explicit(&n->silent, memory_order_relaxed))
-		krec__nest_loud(p, n, inner, true, events & EPOLLET);
-	else if (events & EPOLLET)
+		krec__nest_loud(p, n, inner, true, krec__exacting(events));
+	else if (krec__exacting(events))
 		krec__nest_edge(n, inner, true);
 }
 
@@ -594,7 +612,7 @@ static void krec__nest_settle(struct port *p, struct krec *n,
 		if (!atomic_load_explicit(&n->silent, memory_order_relaxed))
 			(void)bell_kernel(&p->bell, BELL_K_STALE, 0);
 		krec__nest_loud(p, n, inner, false, false);
-	} else if (!(events & EPOLLET)) {
+	} else if (!krec__exacting(events)) {
 		krec__nest_edge(n, inner, false);
 	}
 }
@@ -655,11 +673,62 @@ static int krec__nest_del(struct port *p, struct krec *n, struct port *inner,
 	return r;
 }
 
+static int krec__ctl_nest(struct port *p, int op, int fd, struct port *inner,
+			  struct epoll_event *ev);
+static struct port *krec__inner_get(struct krec *n);
+
+/* LAZY in bell.c: instances p holds, at every level, may have left their
+ * doorbells rung with nothing ready behind them; take those (UNSTALE's
+ * look: the queues left in place, as a refused ctl has not polled).  No
+ * lock held: a reference dropped here may be an instance's last. */
+static void krec__exact(struct port *p, int depth)
+{
+	if (depth >= 8) /* the kernel limits nesting; this bounds the walk */
+		return;
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next) {
+		struct port *in;
+
+		if (!atomic_load_explicit(&n->inner, memory_order_acquire) ||
+		    atomic_load_explicit(&n->silent, memory_order_relaxed) ||
+		    !(in = krec__inner_get(n)))
+			continue;
+		(void)bell_look(&in->bell, &in->rq, BELL_LOOK_EXACT);
+		krec__exact(in, depth + 1);
+		uobj_put(&in->obj);
+	}
+}
+
+void krec_nest_exact(struct port *p)
+{
+	krec__exact(p, 0);
+}
+
+/* A loud registration of inner is about to be made (ADD or MOD): LAZY in
+ * bell.c may have left inner, or a level below it, rung with nothing ready
+ * behind it, which the kernel's call would poll.  Counted in bell__nexact
+ * first (reads and waits stop being LAZY: a read that emptied a source
+ * before the count is seen by the look after it, seq_cst), then inner and
+ * every level below it made exact, so that the call polls exact fds, and a
+ * record that needs them exact (krec__exacting, or an instance that is not
+ * NOPOLL: counted under mtx, before the call) finds them so.  The record's
+ * own counts, if the call makes them, outlive this hold.  A ctl of a
+ * nesting is rare: the look's calls are its cost. */
+static void krec__exact_hold(struct port *inner, bool begin)
+{
+	bell_exact(begin ? 1 : -1);
+	if (!begin)
+		return;
+	(void)bell_look(&inner->bell, &inner->rq, BELL_LOOK_EXACT);
+	krec__exact(inner, 0);
+}
+
 /* A nested instance: the kernel answers, with our record as the data. */
 int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 		  struct epoll_event *ev)
 {
-	struct krec *n;
+	bool loud;
 	int r;
 
 	/* An unknown op, the instance itself, or EPOLLEXCLUSIVE on an epoll:
@@ -669,6 +738,22 @@ int krec_ctl_nest(struct port *p, int op, int fd, struct port *inner,
 	if ((op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL) ||
 	    inner == p || (op != EPOLL_CTL_DEL && (ev->events & EPOLLEXCLUSIVE)))
 		return sys_epoll_ctl(p->obj.kfd, op, fd, ev);
+	loud = op != EPOLL_CTL_DEL && !krec__silent(ev->events);
+	if (loud)
+		krec__exact_hold(inner, true);
+	r = krec__ctl_nest(p, op, fd, inner, ev);
+	if (loud)
+		krec__exact_hold(inner, false);
+	return r;
+}
+
+/* krec_ctl_nest's ctl, mtx taken here. */
+static int krec__ctl_nest(struct port *p, int op, int fd, struct port *inner,
+			  struct epoll_event *ev)
+{
+	struct krec *n;
+	int r;
+
 	lock_take(&p->mtx);
 	if (port_demoting(p)) { /* DEMOTE in port.c: the kernel's now */
 		lock_drop(&p->mtx);
@@ -848,6 +933,123 @@ static bool krec__ready(struct port *p, int depth)
 	/* What is left readable is kernel fds, watched instances (or a ring
 	 * that just came). */
 	return sys_poll_now(p->obj.kfd, POLLIN) != 0;
+}
+
+/* SOLO: a loud registration the kernel reports exactly while its inner
+ * is ready, whatever happened before: level-triggered, not one-shot, and
+ * asking EPOLLIN (an epoll wakes its pollers with the key EPOLLIN, so a
+ * registration of EPOLLRDNORM alone is queued only by the ADD's or MOD's
+ * poll: its report is the kernel's list's). */
+static bool krec__plain_ev(uint32_t k)
+{
+	return (k & EPOLLIN) && !(k & (EPOLLET | EPOLLONESHOT));
+}
+
+static bool krec__plain(struct krec *n)
+{
+	return krec__plain_ev(atomic_load_explicit(&n->kreg,
+						   memory_order_relaxed));
+}
+
+/* SOLO: is p's fd readable, as far as its ready queues at every level tell
+ * without a system call?  1 yes, 0 no, -1 only the kernel knows (a kernel
+ * fd, an edge-triggered or one-shot registration, a MOD's look owed).  Its
+ * look is the holders' check's (LOOK_NESTED: the queue pruned, a stale
+ * doorbell taken), so a 0 leaves the fd not readable. */
+static int krec__known(struct port *p, int depth)
+{
+	int nloud = 0, r = 0;
+
+	/* (With no item and the doorbell not rung the look does nothing:
+	 * skipped, for a level of kernel fds only.) */
+	if ((atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 ||
+	     bell_rung(&p->bell) || !rq_empty(&p->rq)) &&
+	    bell_look(&p->bell, &p->rq, BELL_LOOK_NESTED))
+		return 1;
+	if (depth >= 8) /* the kernel limits nesting; this bounds the walk */
+		return -1;
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next) {
+		struct port *in;
+		int k = -1;
+
+		if (!atomic_load_explicit(&n->inner, memory_order_acquire) ||
+		    atomic_load_explicit(&n->silent, memory_order_relaxed))
+			continue;
+		nloud++;
+		if (krec__plain(n) && (in = krec__inner_get(n))) {
+			k = krec__known(in, depth + 1);
+			uobj_put(&in->obj);
+		}
+		if (k == 1)
+			return 1;
+		if (k < 0)
+			r = -1;
+	}
+	/* Nothing else in the kernel epoll may fire. */
+	if (bell_kernel(&p->bell, BELL_K_COUNT, 0) != nloud)
+		return -1;
+	return r;
+}
+
+/*
+ * SOLO (KERNEL COST in wait.c).  A holder whose only registration that may
+ * fire is one nested instance held level-triggered, not one-shot (perf's
+ * `bench epoll wait -N` chain), with nothing of its own queued, is ready
+ * exactly when that instance is, which the ready queues at every level
+ * tell (krec__known); the kernel's report would be decided by the same
+ * look (krec__ready).  So a zero-timeout wait answers without the kernel's
+ * epoll_wait.  What that call would have done besides needs nothing of us
+ * for such a registration: the kernel's poll of the inner drops its stale
+ * entries (our look prunes and takes a stale doorbell at every level), and
+ * a level-triggered report leaves the registration queued as it was.  Two
+ * or more such registrations (the kernel's list orders them), kernel fds,
+ * edge-triggered or one-shot registrations (the list holds their edge),
+ * a MOD's owed look (STALE), items of its own: the kernel is asked.  The
+ * counts read are relaxed hints: a registration added meanwhile was added
+ * after this look, as far as the caller can tell.
+ */
+int krec_solo(struct port *p, struct epoll_event *ev)
+{
+	struct krec *solo = NULL;
+	struct krec_view v;
+	struct port *in;
+	uint32_t tag, kreg;
+	int k;
+
+	if (atomic_load_explicit(&p->nuser, memory_order_relaxed) > 0 ||
+	    bell_rung(&p->bell) || !rq_empty(&p->rq) ||
+	    bell_kernel(&p->bell, BELL_K_COUNT, 0) != 1)
+		return -1;
+	for (struct krec *n = atomic_load_explicit(&p->krecs,
+						   memory_order_acquire);
+	     n; n = n->next) {
+		if (!atomic_load_explicit(&n->inner, memory_order_acquire) ||
+		    atomic_load_explicit(&n->silent, memory_order_relaxed))
+			continue;
+		if (solo)
+			return -1;
+		solo = n;
+	}
+	if (!solo || !krec__plain(solo) || !(in = krec__inner_get(solo)))
+		return -1;
+	k = krec__known(in, 1);
+	uobj_put(&in->obj);
+	if (k <= 0)
+		return k;
+	/* DATA: the tag, the fields, then krec_of's fence and tag again. */
+	tag = atomic_load_explicit(&solo->tag, memory_order_acquire);
+	kreg = atomic_load_explicit(&solo->kreg, memory_order_relaxed);
+	if (krec_of(p, (uint64_t)(uintptr_t)solo |
+			       ((uint64_t)(tag & 0xffff) << 48),
+		    &v) != solo ||
+	    !v.nested || !krec__plain_ev(kreg))
+		return -1;
+	/* An epoll's fd reports EPOLLIN | EPOLLRDNORM, as registered. */
+	ev->events = kreg & (EPOLLIN | EPOLLRDNORM);
+	ev->data.u64 = v.data;
+	return 1;
 }
 
 size_t krec_count(struct port *p)
@@ -1096,6 +1298,8 @@ void krec_release(struct port *p)
 		in = krec__inner_get(n);
 		if (in && !atomic_load(&n->silent))
 			krec__set_watched(in, -1, atomic_load(&n->edge));
+		if (atomic_exchange(&n->exact, false)) /* LAZY: its count */
+			bell_exact(-1);
 		p->krecs = n->next;
 		lock_drop(&p->mtx);
 		/* Outside mtx: this may be the inner's last reference, and its

@@ -50,10 +50,15 @@ struct krec {
 	/* A nested instance registered without EPOLLIN or EPOLLRDNORM
 	 * (SILENT in krec.c); the holder's mtx. */
 	_Atomic bool silent;
-	/* A loud nested instance registered EPOLLET: counted in bell__nedge
-	 * as an edge-triggered nesting (WATCHED in bell.c); the holder's
+	/* A loud nested instance registered EPOLLET or EPOLLONESHOT: counted
+	 * in bell__nedge as an edge-triggered nesting (WATCHED in bell.c; a
+	 * one-shot one needs the levels exact too: LAZY); the holder's
 	 * mtx. */
 	_Atomic bool edge;
+	/* A loud nested instance whose holder or inner was not NOPOLL when it
+	 * became loud: counted in bell__nexact (LAZY in bell.c); the holder's
+	 * mtx (taken by exchange at the release). */
+	_Atomic bool exact;
 	/* UNPEND (unpend.c): the probe of a registration made for an edge the
 	 * program had taken, until the ADD's report is decided; else -1.
 	 * Taken by exchange: whoever takes it decides. */
@@ -111,6 +116,15 @@ void krec_rr_settle(struct port *p);
 /* Does the nested instance of record n really have something? (depth: of
  * the nesting, bounds the recursion) */
 bool krec_nest_ready(struct krec *n, int depth);
+/* SOLO (krec.c): a zero-timeout look at p that its kernel epoll need not
+ * make: 1 with the one event in *ev, 0 nothing is ready, -1 ask the
+ * kernel. */
+int krec_solo(struct port *p, struct epoll_event *ev);
+/* Make the fds of the instances p holds, at every level, exact: a doorbell
+ * left rung with nothing ready behind it (LAZY in bell.c) taken, the
+ * queues left in place (poll() through the preload, port__looked).  No lock
+ * held. */
+void krec_nest_exact(struct port *p);
 /* A harvest reported an event of one-shot record n: the kernel disarmed
  * its registration. */
 static inline void krec_disarmed(struct krec *n)

@@ -531,7 +531,11 @@ static _Atomic int port__nkheld;
 
 bool port_any_kheld(void)
 {
-	return atomic_load_explicit(&port__nkheld, memory_order_relaxed) > 0;
+	/* seq_cst, after the caller's change of its source (a read's CAS):
+	 * against port__polled's count, then the kernel call, then the ctl's
+	 * look (port__looked), which makes the chain below exact (LAZY in
+	 * bell.c). */
+	return atomic_load(&port__nkheld) > 0;
 }
 
 void port_revalidate(struct port *p)
@@ -541,7 +545,8 @@ void port_revalidate(struct port *p)
 				(atomic_load_explicit(&p->kheld,
 						      memory_order_relaxed)
 					 ? BELL_KHELD
-					 : 0));
+					 : 0) |
+				(port_any_kheld() ? BELL_EXACT : 0));
 }
 
 void port_drop_source(struct wq *q)
@@ -968,6 +973,11 @@ int port_demote(struct port *p)
 	/* Waits look at the kernel epoll from now on; those asleep on the
 	 * futex word go there (NAP). */
 	(void)bell_kernel(&p->bell, BELL_K_FOREVER, 0);
+	/* The kernel's epoll_wait on it will report the instances it holds
+	 * as their fds read, with no check of ours: LAZY (bell.c) ends for
+	 * good, and what it left rung is taken (count, then look). */
+	bell_exact(1);
+	krec_nest_exact(p);
 	lock_take(&p->mtx);
 	if (port__demotion_alloc(p, &d) < 0) {
 		lock_drop(&p->mtx);
@@ -1136,6 +1146,9 @@ static void port__looked(struct uobj *o)
 	if (port_forked(p)) /* FORKED: exact, and its doorbell the parent's */
 		return;
 	(void)bell_look(&p->bell, &p->rq, BELL_LOOK_POLLED);
+	/* The instances it holds may have left their doorbells rung (LAZY in
+	 * bell.c): the kernel's poll of this fd polls theirs. */
+	krec_nest_exact(p);
 }
 
 /* FORK's filter for port__looked (obj.c): the look takes a stale ring

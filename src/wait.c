@@ -298,6 +298,10 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
 
 	if (bell_kernel(&p->bell, BELL_K_NONE, 0))
 		return rq_harvest_batch(&p->rq, evs, max, rb, NULL);
+	/* A holder of one nested instance alone: its ready queues answer
+	 * (SOLO in krec.c).  Not in a batch, which merges what it takes. */
+	if (!kc && (r = krec_solo(p, evs)) >= 0)
+		return r;
 	if (!rb) {
 		rq_batch_init(&own, wait__gen(p));
 		rb = &own;
@@ -339,7 +343,8 @@ static int wait__collect(struct port *p, struct epoll_event *evs, int max,
  */
 static void wait__settle(struct port *p, bool poll, bool slept)
 {
-	/* An instance watched by another one keeps its fd exact; items
+	/* An instance watched by another one keeps its fd exact (unless
+	 * LAZY in bell.c: its holders' checks take a stale doorbell); items
 	 * left (beyond maxevents, or level-triggered ones put back): a
 	 * sleeper or an outside poller must see them; nothing left: a stale
 	 * doorbell goes (a poll; an instance a kernel epoll holds
@@ -350,7 +355,8 @@ static void wait__settle(struct port *p, bool poll, bool slept)
 				(atomic_load_explicit(&p->kheld,
 						      memory_order_relaxed)
 					 ? BELL_KHELD
-					 : 0));
+					 : 0) |
+				(port_any_kheld() ? BELL_EXACT : 0));
 }
 
 static bool wait__ready(void *p)
