@@ -789,12 +789,24 @@ static size_t obj__collect_of(int t, const unsigned *since,
 {
 	struct uobj *o;
 	struct list *l;
+	size_t n0 = n, end;
 
 	if (since) {
 		obj__each_since(t, *since, o, l) {
 			obj__visits++;
 			if (want(o, arg))
 				n = obj__take_one(o, v, cap, n);
+		}
+		/* Taken newest first: given oldest first, as the walk of the
+		 * whole list gives them, so that what a share or a demotion
+		 * makes in the kernel keeps the objects' order (a kernel epoll
+		 * reports in the order its items got ready: the watchers'
+		 * registrations, t_fork_order). */
+		end = n < cap ? n : cap;
+		for (size_t i = n0, j = end; i + 1 < j; i++, j--) {
+			o = v[i];
+			v[i] = v[j - 1];
+			v[j - 1] = o;
 		}
 	} else {
 		obj__each_of(t, o, l)
