@@ -545,10 +545,16 @@ static bool krec__silent(uint32_t events)
 
 /* A registration that needs the inner's level exact (LAZY in bell.c): an
  * edge-triggered one (an edge per event), a one-shot one (its kernel epoll
- * would disarm it for a stale level).  Counted in bell__nedge (krec->edge). */
+ * would disarm it for a stale level), and one asking EPOLLRDNORM without
+ * EPOLLIN: the kernel's nested wakeup carries EPOLLIN only, so its epoll
+ * never requeues such an item on an event; a stale level that its wait
+ * reports (which our check then drops) leaves it queued level-triggered,
+ * and the next event is reported where the kernel's wait finds nothing
+ * (attack14: lazy_rdnorm).  Counted in bell__nedge (krec->edge). */
 static bool krec__exacting(uint32_t events)
 {
-	return events & (EPOLLET | EPOLLONESHOT);
+	return (events & (EPOLLET | EPOLLONESHOT)) ||
+	       (events & (EPOLLIN | EPOLLRDNORM)) == EPOLLRDNORM;
 }
 
 /* SILENT: record n becomes loud (counted, the inner watched) or silent
