@@ -901,9 +901,13 @@ static bool krec__ready(struct port *p, int depth)
 	struct krec *n;
 
 	/* Trust the kernel where nothing of ours can be stale: no system
-	 * call (KERNEL COST in wait.c). */
+	 * call (KERNEL COST in wait.c).  Only for the instance the kernel
+	 * reported (depth 1: krec_nest_ready's); one below it, looked at for
+	 * its holder's check, was reported by nobody: the kernel's poll says
+	 * (a holder left rung by LAZY, emptied, that holds an empty
+	 * instance of kernel fds only is not ready: t_nest_lazy_deep). */
 	if (krec__kernel_only(p))
-		return true;
+		return depth <= 1 || sys_poll_now(p->obj.kfd, POLLIN) != 0;
 	/* (True also when something came meanwhile.) */
 	if (bell_look(&p->bell, &p->rq, BELL_LOOK_NESTED))
 		return true;
