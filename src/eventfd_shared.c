@@ -586,13 +586,26 @@ static bool uefd__xcas(struct uefd *e, uint64_t *c, uint64_t n, bool defer,
 	return ok;
 }
 
+/* xm held: settle the kernel fd on the counter's class and unlock; a
+ * settle that made the fd readable delivered a deferred (coalesced)
+ * wakeup, so the blocked readers are woken too. */
+static void uefd__xsettle_unlock(struct uefd *e)
+{
+	bool raised = uefd__settle(e, false);
+	uint64_t c;
+
+	uefd__xunlock(e);
+	c = atomic_load(&e->sh->count);
+	if (raised && c && c != UEFD_GONE)
+		uefd__xwake(e);
+}
+
 /* SHARED sync: settle under the lock if the classes disagree (a deferred
  * wakeup being delivered, over-readiness a holder left) or a holder is at
  * work (which may be dead). */
 void uefd__xsync(struct uefd *e)
 {
 	uint64_t c = atomic_load(&e->sh->count);
-	bool raised;
 
 	/* NOPOLL: nothing to settle (seq_cst: its end's own sync, which
 	 * comes after its store, is uefd__xexact's). */
@@ -605,12 +618,7 @@ void uefd__xsync(struct uefd *e)
 		uefd__xowe(e);
 		return;
 	}
-	raised = uefd__settle(e, false);
-	uefd__xunlock(e);
-	/* A deferred wakeup delivered: the blocked readers too. */
-	c = atomic_load(&e->sh->count);
-	if (raised && c && c != UEFD_GONE)
-		uefd__xwake(e);
+	uefd__xsettle_unlock(e);
 }
 
 /* NOPOLL's end (uefd_watched_outside, after its store of `nopoll`): the
@@ -626,7 +634,6 @@ void uefd__xsync(struct uefd *e)
 void uefd__xexact(struct uefd *e)
 {
 	uint64_t c;
-	bool raised;
 
 	if (uefd__xlock(e, true) == UEFD_XBYPASS) {
 		c = atomic_load(&e->sh->count);
@@ -635,12 +642,7 @@ void uefd__xexact(struct uefd *e)
 		uefd__xowe(e);
 		return;
 	}
-	raised = uefd__settle(e, false);
-	uefd__xunlock(e);
-	/* (A coalesced write's deferred wakeup, delivered: as uefd__xsync.) */
-	c = atomic_load(&e->sh->count);
-	if (raised && c && c != UEFD_GONE)
-		uefd__xwake(e);
+	uefd__xsettle_unlock(e);
 }
 
 /* SHARED HOLD: show the held writes under xm, through `moving`
